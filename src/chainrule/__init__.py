@@ -1,0 +1,35 @@
+"""chainrule: tensor-level automatic differentiation on NumPy, with PyTorch's autograd API.
+
+>>> import chainrule as cr
+>>> X = cr.randn(3, 3, requires_grad=True)
+>>> (X @ X).sum().backward()      # X.grad = G X^T + X^T G with G = ones
+"""
+
+import numpy as _np
+
+from . import ops
+from ._creation import *  # noqa: F401,F403
+from ._methods import install as _install
+from ._mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from ._table import TABLE
+from ._tensor import Tensor
+from .ops import *  # noqa: F401,F403
+from .ops.indexing import getitem, index_put, take_along_dim  # noqa: F401
+
+_install()
+
+from . import autograd, linalg, optim  # noqa: E402
+
+float32 = _np.float32
+float64 = _np.float64
+float16 = _np.float16
+int32 = _np.int32
+int64 = _np.int64
+bool_ = _np.bool_
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Tensor", "TABLE", "autograd", "linalg", "optim", "ops", "no_grad", "enable_grad",
+    "set_grad_enabled", "is_grad_enabled", "float32", "float64",
+]

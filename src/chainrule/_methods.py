@@ -1,0 +1,159 @@
+"""Attach the op functions to Tensor as methods and operators (one table, PyTorch's names)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import ops
+from ._dispatch import apply
+from ._mode import STATE
+from ._tensor import Tensor, wrap
+from .ops.elementwise import ADD, DIV, MUL, POW, SUB
+
+_SAME_NAME = [
+    "add", "sub", "mul", "div", "true_divide", "pow", "neg", "abs", "sign", "exp", "log",
+    "log1p", "expm1", "sqrt", "sin", "cos", "tan", "tanh", "sigmoid", "relu", "erf", "clamp",
+    "clip", "maximum", "minimum", "square", "reciprocal", "clone", "sum", "mean", "prod",
+    "amax", "amin", "max", "min", "var", "std", "logsumexp", "norm", "argmax", "argmin",
+    "softmax", "log_softmax", "matmul", "mm", "mv", "bmm", "dot", "inner", "outer", "trace",
+    "diag", "diagonal", "tril", "triu", "flatten", "transpose", "swapaxes", "t", "squeeze",
+    "unsqueeze", "broadcast_to", "split", "chunk", "unbind", "movedim", "index_put", "lt",
+    "le", "gt", "ge", "eq", "ne", "isnan", "isfinite", "logical_not", "take_along_dim",
+]
+
+
+def _data(x):
+    return x._data if isinstance(x, Tensor) else x
+
+
+def _varargs(fn):
+    def method(self, *sizes):
+        return fn(self, *sizes)
+
+    method.__name__ = fn.__name__
+    method.__doc__ = fn.__doc__
+    return method
+
+
+def _to(self, *args, dtype=None, **kwargs):
+    """``to(dtype)``; device arguments (``"cpu"``) are accepted and ignored."""
+    for a in args:
+        if not isinstance(a, str):
+            dtype = a
+    if dtype is None or np.dtype(dtype) == self.dtype:
+        return self
+    return ops.to_dtype(self, dtype)
+
+
+def _recording(self, other):
+    return STATE.enabled and (self._requires_grad
+                              or (isinstance(other, Tensor) and other._requires_grad))
+
+
+def _inplace_binary(fn, ufunc):
+    """``x.op_(other)``: a true NumPy in-place update when no graph is recorded, else the
+    out-of-place op written back (``Tensor._inplace``)."""
+
+    def method(self, other, *, alpha=1):
+        if alpha != 1:
+            other = ops.mul(other, alpha)
+        if not _recording(self, other):
+            self._check_inplace()
+            if not isinstance(self._data, np.ndarray):
+                self._data = np.array(self._data)
+            try:
+                ufunc(self._data, _data(other), out=self._data, casting="same_kind")
+            except (ValueError, TypeError) as e:
+                raise RuntimeError(f"{fn.__name__}_: cannot update a tensor of shape "
+                                   f"{self.shape} ({self.dtype}) in place with "
+                                   f"{np.shape(_data(other))}: {e}") from None
+            self._vc[0] += 1
+            return self
+        return self._inplace(lambda old: fn(old, other))
+
+    method.__name__ = fn.__name__ + "_"
+    return method
+
+
+def _setitem(self, index, value):
+    if not _recording(self, value):
+        self._check_inplace()
+        index, _ = ops.indexing.normalize_index(index)
+        try:
+            self._data[index] = _data(value)
+        except (ValueError, IndexError) as e:
+            raise type(e)(f"__setitem__: {e} (tensor shape {self.shape})") from None
+        self._vc[0] += 1
+        return
+    self._inplace(lambda old: ops.index_put(old, index, value))
+
+
+def _fill(self, value):
+    if not _recording(self, value):
+        self._check_inplace()
+        self._data[...] = _data(value)
+        self._vc[0] += 1
+        return self
+    return self._inplace(lambda old: ops.index_put(old, (Ellipsis,), value))
+
+
+def _copy(self, src):
+    return _fill(self, src)
+
+
+def _zero(self):
+    return _fill(self, 0.0)
+
+
+def _bool_op(ufunc):
+    return lambda self, other: wrap(ufunc(self._data, _data(other)))
+
+
+def install():
+    T = Tensor
+    for name in _SAME_NAME:
+        setattr(T, name, getattr(ops, name))
+    for name in ("reshape", "view", "permute", "expand"):
+        setattr(T, name, _varargs(getattr(ops, name)))
+    T.where = lambda self, condition, other: ops.where(condition, self, other)
+    T.to = _to
+    T.float = lambda self: _to(self, np.float32)
+    T.double = lambda self: _to(self, np.float64)
+    T.long = lambda self: wrap(np.asarray(self._data).astype(np.int64))
+    T.T = property(lambda self: ops.permute(self, tuple(range(self.ndim))[::-1]))
+    T.mT = property(lambda self: ops.transpose(self, -2, -1))
+    # Operators go straight to apply: the hot path of user code.
+    T.__add__ = lambda self, other: apply(ADD, (self, other))
+    T.__radd__ = lambda self, other: apply(ADD, (other, self))
+    T.__sub__ = lambda self, other: apply(SUB, (self, other))
+    T.__rsub__ = lambda self, other: apply(SUB, (other, self))
+    T.__mul__ = lambda self, other: apply(MUL, (self, other))
+    T.__rmul__ = lambda self, other: apply(MUL, (other, self))
+    T.__truediv__ = lambda self, other: apply(DIV, (self, other))
+    T.__rtruediv__ = lambda self, other: apply(DIV, (other, self))
+    T.__pow__ = lambda self, other: apply(POW, (self, other))
+    T.__rpow__ = lambda self, other: apply(POW, (other, self))
+    T.__matmul__ = lambda self, other: ops.matmul(self, other)
+    T.__rmatmul__ = lambda self, other: ops.matmul(other, self)
+    T.__neg__ = ops.neg
+    T.__abs__ = ops.abs
+    T.__pos__ = lambda self: self
+    T.__getitem__ = ops.getitem
+    T.__setitem__ = _setitem
+    T.__lt__, T.__le__, T.__gt__, T.__ge__ = ops.lt, ops.le, ops.gt, ops.ge
+    T.__eq__, T.__ne__ = ops.eq, ops.ne
+    T.__and__ = _bool_op(np.logical_and)
+    T.__or__ = _bool_op(np.logical_or)
+    T.__xor__ = _bool_op(np.logical_xor)
+    T.__invert__ = lambda self: wrap(np.invert(self._data))
+    for name, fn, ufunc in (("add", ops.add, np.add), ("sub", ops.sub, np.subtract),
+                            ("mul", ops.mul, np.multiply), ("div", ops.div, np.true_divide)):
+        method = _inplace_binary(fn, ufunc)
+        setattr(T, name + "_", method)
+    T.__iadd__ = lambda self, other: T.add_(self, other)
+    T.__isub__ = lambda self, other: T.sub_(self, other)
+    T.__imul__ = lambda self, other: T.mul_(self, other)
+    T.__itruediv__ = lambda self, other: T.div_(self, other)
+    T.zero_ = _zero
+    T.fill_ = _fill
+    T.copy_ = _copy

@@ -1,0 +1,79 @@
+"""Thread-local grad mode: ``no_grad``, ``enable_grad``, ``set_grad_enabled``.
+
+The dispatcher reads ``STATE.enabled`` once per op; when it is False no graph is recorded.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+
+
+class _State(threading.local):
+    enabled = True
+
+
+STATE = _State()
+
+
+def is_grad_enabled() -> bool:
+    """Return True when operations record a graph for backward (the default)."""
+    return STATE.enabled
+
+
+class _GradMode:
+    """Context manager and decorator that sets grad mode and restores it on exit."""
+
+    _mode = True
+
+    def __enter__(self):
+        self._prev = STATE.enabled
+        STATE.enabled = self._mode
+        return self
+
+    def __exit__(self, *exc):
+        STATE.enabled = self._prev
+        return False
+
+    def __call__(self, fn):
+        mode = self._mode
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            prev = STATE.enabled
+            STATE.enabled = mode
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                STATE.enabled = prev
+
+        return wrapper
+
+
+class no_grad(_GradMode):
+    """Disable graph recording: results of ops do not require grad.
+
+    Use it for inference and for in-place updates of leaves (optimizer steps).
+    Works as ``with no_grad():`` and as a decorator ``@no_grad()``.
+    """
+
+    _mode = False
+
+
+class enable_grad(_GradMode):
+    """Re-enable graph recording inside a ``no_grad`` block."""
+
+    _mode = True
+
+
+class set_grad_enabled(_GradMode):
+    """Set grad mode to ``mode`` (bool); takes effect immediately, as in PyTorch,
+    and is undone at the end of a ``with`` block."""
+
+    def __init__(self, mode: bool):
+        self._mode = bool(mode)
+        self._prev = STATE.enabled
+        STATE.enabled = self._mode
+
+    def __enter__(self):
+        return self

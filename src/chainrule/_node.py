@@ -1,0 +1,159 @@
+"""Graph nodes (``grad_fn``): what made a tensor, what it saved, and where its inputs came from.
+
+- :class:`OpNode` is the node of a primitive from the derivative table.
+- :class:`AccumulateGrad` stands for a leaf: the engine adds the cotangent into ``.grad``.
+- ``chainrule.autograd.function.FunctionNode`` is the node of a user's ``Function``.
+
+All share ``name()``, ``next_functions`` (pairs ``(node, output_nr)``; ``(None, 0)`` for an
+input that needs no grad) and ``__call__(*grad_outputs)``, which returns the input
+cotangents without touching any ``.grad``.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+
+from ._tensor import Tensor, wrap
+
+FREED = (
+    "Trying to backward through the graph a second time (or directly access saved tensors "
+    "after they have already been freed). Saved intermediate values of the graph are freed "
+    "when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to "
+    "backward through the graph a second time or if you need to access saved tensors after "
+    "calling backward."
+)
+
+
+class _Handle:
+    __slots__ = ("hooks", "hook")
+
+    def __init__(self, hooks, hook):
+        self.hooks, self.hook = hooks, hook
+
+    def remove(self):
+        if self.hook in self.hooks:
+            self.hooks.remove(self.hook)
+
+
+class Node:
+    """Base class of graph nodes."""
+
+    __slots__ = ("next_functions", "shapes", "pre_hooks", "__weakref__")
+    nout = 1
+
+    def name(self):
+        return type(self).__name__
+
+    def __repr__(self):
+        return f"<{self.name()} object at {id(self):#x}>"
+
+    def _add_pre_hook(self, output_nr, hook):
+        if self.pre_hooks is None:
+            self.pre_hooks = {}
+        hooks = self.pre_hooks.setdefault(output_nr, [])
+        hooks.append(hook)
+        return _Handle(hooks, hook)
+
+    def _vjp(self, grads, F):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _release(self):
+        pass
+
+    def __call__(self, *grad_outputs):
+        """Apply this node's VJP: input cotangents for the given output cotangents.
+
+        Arguments are Tensors or arrays (one per output, ``None`` for zero); the result is a
+        tuple with one Tensor (or None) per entry of ``next_functions``.
+        """
+        from ._ns import RAW
+
+        if len(grad_outputs) != self.nout:
+            raise TypeError(f"{self.name()} expects {self.nout} grad_outputs, got {len(grad_outputs)}")
+        grads = [None if g is None else np.asarray(g._data if isinstance(g, Tensor) else g)
+                 for g in grad_outputs]
+        out = self._vjp(grads, RAW)
+        return tuple(None if g is None else wrap(np.asarray(g)) for g in out)
+
+
+class OpNode(Node):
+    """The node of one primitive call: its op, the saved values, their versions."""
+
+    __slots__ = ("op", "plan", "saved", "checks")
+
+    def name(self):
+        return self.op.node_name
+
+    def _vjp(self, grads, F):
+        op = self.op
+        plan = self.plan
+        saved = self.saved
+        if saved is None:
+            raise RuntimeError(FREED)
+        if self.checks:
+            self._check_versions()
+        g = grads[0] if op.nout == 1 else tuple(grads)
+        if op.variadic:
+            rule, args = plan.rules[0]
+            needs = [node is not None for node, _ in self.next_functions]
+            return rule(F, g, needs, *args(saved))
+        return [None if r is None else r[0](F, g, *r[1](saved)) for r in plan.rules]
+
+    def _check_versions(self):
+        for k, vc, version in self.checks:
+            if vc[0] != version:
+                value = self.saved[k]
+                name = self.plan.names[k]
+                raise RuntimeError(
+                    "one of the variables needed for gradient computation has been modified "
+                    f"by an inplace operation: [{value.dtype} {list(np.shape(value))}], saved "
+                    f"by {self.name()} as '{name}', is at version {vc[0]}; expected version "
+                    f"{version} instead. Hint: the tensor was changed in place after it was "
+                    "used; change a clone() of it instead, or make the change after backward."
+                )
+
+    def _release(self):
+        if self.plan.needs_saved:
+            self.saved = None
+
+    def __getattr__(self, attr):
+        # grad_fn._saved_<name>: the saved value, as PyTorch exposes it.
+        if attr.startswith("_saved_"):
+            key = attr[len("_saved_"):]
+            if key == "result":
+                key = "out"
+            if key in self.plan.names:
+                if self.saved is None:
+                    raise RuntimeError(FREED)
+                value = self.saved[self.plan.names.index(key)]
+                return wrap(value) if isinstance(value, np.ndarray) else value
+            raise AttributeError(
+                f"{self.name()} has no saved value {key!r}; it saved {list(self.plan.names)}"
+            )
+        raise AttributeError(f"{self.name()!r} object has no attribute {attr!r}")
+
+
+class AccumulateGrad(Node):
+    """The node of a leaf: the engine adds the incoming cotangent into ``variable.grad``."""
+
+    __slots__ = ("variable",)
+
+    def __init__(self, variable):
+        self.variable = variable
+        self.next_functions = ()
+        self.shapes = ()
+        self.pre_hooks = None
+
+    def _vjp(self, grads, F):
+        return ()
+
+
+def accumulator(t):
+    """The (cached) AccumulateGrad node of leaf ``t``; held weakly so no cycle is made."""
+    acc = t._acc() if t._acc is not None else None
+    if acc is None:
+        acc = AccumulateGrad(t)
+        t._acc = weakref.ref(acc)
+    return acc

@@ -1,0 +1,221 @@
+"""The derivative table: every primitive is declared here once, through :func:`defop`.
+
+A declaration carries the forward kernel (NumPy arrays in, arrays out), one VJP rule per
+input, optionally one JVP rule per input, the formula as text and its source. Rules are
+plain functions ``rule(F, g, *names)``:
+
+- ``F`` is the array namespace the rule computes with: NumPy-backed for a first-order
+  backward (:data:`chainrule._ns.RAW`), the differentiable op set when the backward pass
+  is itself recorded, so one formula serves every order.
+- ``g`` is the cotangent of the output (VJP) or the tangent of that input (JVP); for an op
+  with several outputs ``g`` is a tuple with ``None`` for a zero cotangent.
+- the remaining parameter *names* say what the rule needs: an input's name (its primal),
+  ``out`` (the result), an attribute's name (a non-tensor argument such as ``dim``), or
+  ``<input>_shape``. Only what the rules of the inputs that need a gradient name is saved,
+  so nothing else is kept alive. This is read once, when the op is declared.
+
+Returning ``None`` from a rule means a zero cotangent. Broadcasting is undone by the engine,
+which sums each VJP back to its input's shape, so rules may return a broadcast result.
+"""
+
+from __future__ import annotations
+
+import inspect
+from operator import itemgetter
+
+TABLE: dict[str, "Op"] = {}
+
+
+class Rule:
+    """A rule with explicit parameter names, for rules built by a factory (elementwise ops)."""
+
+    __slots__ = ("fn", "params")
+
+    def __init__(self, fn, params):
+        self.fn = fn
+        self.params = tuple(params)
+
+
+def _params(rule, op_name, key):
+    if isinstance(rule, Rule):
+        return rule.fn, rule.params
+    names = list(inspect.signature(rule).parameters)
+    if names[:2] != ["F", "g"] and names[:2] != ["F", "t"]:
+        raise TypeError(f"defop({op_name!r}): rule for {key!r} must start with (F, g) or (F, t)")
+    return rule, tuple(names[2:])
+
+
+def _getter(indices):
+    """A function of the saved tuple returning the rule's arguments as a tuple."""
+    if not indices:
+        return lambda saved: ()
+    if len(indices) == 1:
+        (k,) = indices
+        return lambda saved: (saved[k],)
+    return itemgetter(*indices)
+
+
+class Plan:
+    """What one op saves, and how each rule finds its arguments, for one requires-grad mask.
+
+    ``keep`` maps the pool (inputs, out, attrs, input shapes) to the saved tuple;
+    ``rules[i]`` is ``(rule, args_getter)`` for input ``i`` or ``None`` when it needs no grad;
+    ``checks`` lists the saved pool slots that hold a tensor input or ``out`` (version checks).
+    """
+
+    __slots__ = ("keep", "rules", "tensor_slots", "names", "needs_saved")
+
+    def __init__(self, op, mask):
+        pool = op.pool
+        wanted = []
+        per_input = []
+        for i, name in enumerate(op.inputs):
+            if op.variadic or mask >> i & 1:
+                fn, params = op.vjp_rules[name]
+                per_input.append((fn, params))
+                wanted.extend(p for p in params if p not in wanted)
+            else:
+                per_input.append(None)
+        wanted.sort(key=pool.index)
+        self.names = tuple(wanted)
+        self.needs_saved = bool(wanted)
+        slots = [pool.index(w) for w in wanted]
+        self.keep = _getter(slots)
+        self.rules = tuple(
+            None if r is None else (r[0], _getter([wanted.index(p) for p in r[1]]))
+            for r in per_input
+        )
+        n_tensor_slots = len(op.inputs) + 1  # inputs, then out
+        self.tensor_slots = tuple(
+            (k, s) for k, s in enumerate(slots) if s < n_tensor_slots and not op.variadic
+        )
+
+
+class Op:
+    """One primitive of the derivative table. Created by :func:`defop`; see its docstring."""
+
+    __slots__ = (
+        "name", "node_name", "forward", "inputs", "attrs", "vjp_rules", "jvp_rules",
+        "math", "source", "nout", "out_diff", "view", "variadic", "pool", "plans", "doc",
+    )
+
+    def plan(self, mask):
+        plan = self.plans.get(mask)
+        if plan is None:
+            plan = self.plans[mask] = Plan(self, mask)
+        return plan
+
+    def __repr__(self):
+        return f"<op {self.name}({', '.join(self.inputs + self.attrs)})>"
+
+
+def _camel(name):
+    return "".join(part[:1].upper() + part[1:] for part in name.split("_"))
+
+
+def defop(
+    name, forward, inputs, vjp, *, attrs=(), jvp=None, math, source,
+    nout=1, out_diff=None, view=False, variadic=False, node_name=None, doc=None,
+):
+    """Declare a primitive: its forward kernel, VJP (and JVP) rules, formula and source.
+
+    Parameters
+    ----------
+    name : str
+        The op's name in the table (``"mm"``); its graph node is ``MmBackward0``.
+    forward : callable
+        ``forward(*input_arrays, *attrs) -> array`` (or a tuple when ``nout > 1``).
+    inputs : tuple of str
+        Names of the differentiable inputs, PyTorch's where it has the op (``self``, ``other``).
+    vjp : dict
+        ``{input_name: rule(F, g, *needs)}`` returning that input's cotangent.
+    attrs : tuple of str
+        Names of non-tensor arguments (``dim``, ``keepdim``), passed after the inputs.
+    jvp : dict, optional
+        ``{input_name: rule(F, t, *needs)}`` returning the output tangent contributed by
+        that input's tangent ``t``.
+    math : dict
+        Formula text per input (``"grad_A = grad @ B^T"``) and ``"out"`` for the JVP.
+    source : str
+        Where the formula comes from (paper, equation, textbook section).
+    nout, out_diff : int, tuple of int
+        Number of outputs and which of them are differentiable (default: all).
+    view : bool
+        True when the output shares memory with the first input (it then shares its
+        version counter, so in-place changes through either are seen by saved-value checks).
+    variadic : bool
+        True for ops over a sequence of tensors (``cat``, ``einsum``): one input name,
+        whose VJP rule returns a list of cotangents.
+    """
+    if name in TABLE:
+        raise ValueError(f"defop: {name!r} is already in the derivative table")
+    op = Op()
+    op.name = name
+    op.node_name = node_name or f"{_camel(name)}Backward0"
+    op.forward = forward
+    op.inputs = tuple(inputs)
+    op.attrs = tuple(attrs)
+    op.nout = nout
+    op.out_diff = tuple(range(nout)) if out_diff is None else tuple(out_diff)
+    op.view = view
+    op.variadic = variadic
+    op.math = dict(math)
+    op.source = source
+    op.doc = doc
+    op.pool = op.inputs + ("out",) + op.attrs + tuple(f"{n}_shape" for n in op.inputs)
+    op.vjp_rules = {}
+    op.jvp_rules = {}
+    for table, rules in ((op.vjp_rules, vjp), (op.jvp_rules, jvp or {})):
+        for key, rule in rules.items():
+            if key not in op.inputs:
+                raise ValueError(f"defop({name!r}): rule for unknown input {key!r}")
+            fn, params = _params(rule, name, key)
+            if variadic:  # variadic rules receive `needs` (which inputs need a grad) first
+                if params[:1] != ("needs",):
+                    raise TypeError(f"defop({name!r}): a variadic rule starts (F, g, needs, ...)")
+                params = params[1:]
+            unknown = [p for p in params if p not in op.pool]
+            if unknown:
+                raise ValueError(
+                    f"defop({name!r}): rule for {key!r} names {unknown}, which are not "
+                    f"among the op's inputs, 'out', attrs or '<input>_shape' {op.pool}"
+                )
+            table[key] = (fn, params)
+    missing = [n for n in op.inputs if n not in op.vjp_rules]
+    if missing:
+        raise ValueError(f"defop({name!r}): no VJP rule for inputs {missing}")
+    op.plans = {}
+    TABLE[name] = op
+    return op
+
+
+def elementwise(name, forward, deriv, *, math, source, node_name=None):
+    """Declare a unary elementwise op from its derivative ``deriv(F, *needs) = f'(x)``.
+
+    VJP: ``grad_x = grad * f'(x)``; JVP: ``t_out = t * f'(x)`` (the Jacobian is diagonal,
+    so both are the same product).
+    """
+    params = tuple(inspect.signature(deriv).parameters)[1:]
+    rule = Rule(lambda F, g, *a: g * deriv(F, *a), params)
+    return defop(
+        name, forward, ("self",), {"self": rule}, jvp={"self": rule},
+        math={"self": f"grad_x = grad * ({math})", "out": f"dy = dx * ({math})"},
+        source=source, node_name=node_name,
+    )
+
+
+def documented(*ops):
+    """Decorator: append the ops' formulas and sources to a public function's docstring."""
+
+    def deco(fn):
+        lines = ["", "", "    Notes", "    -----"]
+        for op in ops:
+            lines.append(f"    Derivative rule of ``{op.name}`` (graph node ``{op.node_name}``):")
+            for key, text in op.math.items():
+                lines.append(f"        {key}: {text}")
+            lines.append(f"    Source: {op.source}")
+        fn.__doc__ = (fn.__doc__ or fn.__name__).rstrip() + "\n".join(lines) + "\n"
+        fn.ops = ops
+        return fn
+
+    return deco

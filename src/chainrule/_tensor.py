@@ -1,0 +1,361 @@
+"""The Tensor: an ndarray plus what autograd needs (requires_grad, grad, grad_fn).
+
+Op methods (``x.exp()``, ``x @ y``) are attached by :mod:`chainrule._methods` from one
+table, so this file holds only the state and the PyTorch-named properties.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _mode
+
+_FLOAT_KINDS = "f"
+
+
+def _new():
+    """A blank Tensor without running ``__init__`` (the dispatcher's fast constructor)."""
+    return object.__new__(Tensor)
+
+
+def wrap(data, requires_grad=False):
+    """Wrap an array (no copy) in a new Tensor with no history."""
+    t = object.__new__(Tensor)
+    t._data = data
+    t._requires_grad = requires_grad
+    t._grad_fn = None
+    t._grad = None
+    t._vc = [0]
+    t._output_nr = 0
+    t._acc = None
+    t._extra = None
+    return t
+
+
+def check_grad_dtype(dtype, what="tensor"):
+    if np.dtype(dtype).kind not in _FLOAT_KINDS:
+        raise RuntimeError(
+            f"only tensors of floating point dtype can require gradients; this {what} has "
+            f"dtype {np.dtype(dtype)}. Convert it first, e.g. x.double() or x.float()."
+        )
+
+
+class Tensor:
+    """An n-dimensional array that can record the operations applied to it.
+
+    Parameters
+    ----------
+    data : array_like
+        Copied into a new ndarray (NumPy's dtype rules: a Python float or a list of floats
+        gives float64, ints give int64).
+    dtype : numpy dtype, optional
+    requires_grad : bool
+        Record operations on this tensor so that ``backward`` computes its ``.grad``.
+        Only float32 and float64 tensors can require grad (RuntimeError otherwise).
+
+    Notes
+    -----
+    Attributes follow PyTorch: ``shape``, ``dtype``, ``ndim``, ``requires_grad``, ``grad``,
+    ``grad_fn`` (the graph node that made it, ``None`` for a leaf), ``is_leaf``.
+    """
+
+    __slots__ = (
+        "_data", "_requires_grad", "_grad_fn", "_grad", "_vc", "_output_nr", "_acc",
+        "_extra", "__weakref__",
+    )
+    # ndarray * Tensor must defer to Tensor.__rmul__ rather than loop over elements.
+    __array_ufunc__ = None
+
+    def __init__(self, data, dtype=None, requires_grad=False):
+        if isinstance(data, Tensor):
+            data = data._data
+        self._data = np.array(data, dtype=dtype)
+        self._requires_grad = False
+        self._grad_fn = None
+        self._grad = None
+        self._vc = [0]
+        self._output_nr = 0
+        self._acc = None
+        self._extra = None
+        if requires_grad:
+            self.requires_grad_(True)
+
+    # --- array properties ------------------------------------------------------------
+    @property
+    def shape(self):
+        return self._data.shape
+
+    def size(self, dim=None):
+        return self._data.shape if dim is None else self._data.shape[dim]
+
+    @property
+    def dtype(self):
+        return self._data.dtype
+
+    @property
+    def ndim(self):
+        return self._data.ndim
+
+    def dim(self):
+        return self._data.ndim
+
+    def numel(self):
+        return int(self._data.size)
+
+    @property
+    def data(self):
+        """A tensor sharing this one's storage, detached from the graph."""
+        return wrap(self._data)
+
+    @data.setter
+    def data(self, value):
+        self._data = value._data if isinstance(value, Tensor) else np.asarray(value)
+
+    @property
+    def device(self):
+        return "cpu"
+
+    # --- autograd state --------------------------------------------------------------
+    @property
+    def requires_grad(self):
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value):
+        self.requires_grad_(value)
+
+    def requires_grad_(self, requires_grad=True):
+        """Set ``requires_grad`` in place on a leaf; returns self.
+
+        Raises RuntimeError for a non-leaf (its requires_grad follows from its inputs) and
+        for a non-float dtype.
+        """
+        if self._grad_fn is not None:
+            if not requires_grad:
+                raise RuntimeError(
+                    "you can only change requires_grad flags of leaf variables; use "
+                    "x.detach() to get a tensor that does not require grad"
+                )
+            return self
+        if requires_grad:
+            check_grad_dtype(self._data.dtype)
+        self._requires_grad = bool(requires_grad)
+        return self
+
+    @property
+    def grad_fn(self):
+        return self._grad_fn
+
+    @property
+    def is_leaf(self):
+        return self._grad_fn is None
+
+    @property
+    def grad(self):
+        return self._grad
+
+    @grad.setter
+    def grad(self, value):
+        if value is not None:
+            value = value if isinstance(value, Tensor) else wrap(np.asarray(value))
+            if value.shape != self.shape:
+                raise RuntimeError(
+                    f"assigned grad has shape {tuple(value.shape)} but the tensor has shape "
+                    f"{tuple(self.shape)}"
+                )
+        self._grad = value
+
+    @property
+    def output_nr(self):
+        return self._output_nr
+
+    @property
+    def _version(self):
+        return self._vc[0]
+
+    def detach(self):
+        """A new tensor sharing storage (and version counter) but with no history."""
+        t = wrap(self._data)
+        t._vc = self._vc
+        return t
+
+    def detach_(self):
+        if self._extra and self._extra.get("view_of") is not None:
+            raise RuntimeError("detach_() is not allowed on a view; use detach()")
+        self._grad_fn = None
+        self._requires_grad = False
+        return self
+
+    def retain_grad(self):
+        """Keep ``.grad`` for this non-leaf tensor after backward (leaves always keep it)."""
+        if self._grad_fn is None:
+            if not self._requires_grad:
+                raise RuntimeError("can't retain_grad on a tensor that has requires_grad=False")
+            return
+        if self.retains_grad:
+            return
+        import weakref
+
+        ref = weakref.ref(self)
+
+        def keep(grad):
+            t = ref()
+            if t is not None:
+                t._grad = grad.detach() if t._grad is None else wrap(t._grad._data + grad._data)
+            return None
+
+        self._grad_fn._add_pre_hook(self._output_nr, keep)
+        self._extra_set("retains_grad", True)
+
+    @property
+    def retains_grad(self):
+        return bool(self._extra and self._extra.get("retains_grad"))
+
+    def register_hook(self, hook):
+        """Register ``hook(grad) -> Tensor or None`` to run when this tensor's gradient is
+        computed; a returned tensor replaces the gradient. Returns a handle with ``remove()``.
+        """
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self._grad_fn is None:
+            from ._node import accumulator
+
+            return accumulator(self)._add_pre_hook(0, hook)
+        return self._grad_fn._add_pre_hook(self._output_nr, hook)
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        """Accumulate d(self)/d(leaf) into each leaf's ``.grad``.
+
+        For a non-scalar ``self``, ``gradient`` (same shape as ``self``) is the cotangent
+        ``u`` and each leaf receives the vector-Jacobian product ``u^T J`` (not the Jacobian).
+        See :func:`chainrule.autograd.backward`.
+        """
+        from .autograd import backward
+
+        backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+    def _extra_set(self, key, value):
+        if self._extra is None:
+            self._extra = {}
+        self._extra[key] = value
+
+    # --- conversions -----------------------------------------------------------------
+    def numpy(self):
+        """The underlying ndarray (shared memory). Raises for a tensor that requires grad,
+        as PyTorch does: call ``detach().numpy()``."""
+        if self._requires_grad:
+            raise RuntimeError(
+                "can't call numpy() on a tensor that requires grad; use tensor.detach().numpy()"
+            )
+        return np.asarray(self._data)
+
+    def __array__(self, dtype=None, copy=None):
+        a = np.asarray(self._data)
+        return a if dtype is None else a.astype(dtype, copy=False)
+
+    def item(self):
+        if self._data.size != 1:
+            raise RuntimeError(
+                f"a tensor with {self._data.size} elements cannot be converted to a Python scalar"
+            )
+        return self._data.item() if self._data.ndim else np.asarray(self._data).item()
+
+    def tolist(self):
+        return np.asarray(self._data).tolist()
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __bool__(self):
+        if self._data.size != 1:
+            raise RuntimeError(
+                f"boolean value of a tensor with {self._data.size} values is ambiguous"
+            )
+        return bool(self.item())
+
+    def __index__(self):
+        if self._data.dtype.kind not in "iub" or self._data.size != 1:
+            raise TypeError("only integer tensors of a single element can be used as an index")
+        return int(self.item())
+
+    def __len__(self):
+        if self._data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    def __iter__(self):
+        if self._data.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self._data.shape[0]))
+
+    __hash__ = object.__hash__
+
+    def __repr__(self):
+        data = np.asarray(self._data)
+        body = np.array2string(data, separator=", ", prefix="tensor(", threshold=1000)
+        extras = []
+        if data.dtype not in (np.float64, np.int64, np.bool_):
+            extras.append(f"dtype={data.dtype}")
+        if self._grad_fn is not None:
+            extras.append(f"grad_fn=<{self._grad_fn.name()}>")
+        elif self._requires_grad:
+            extras.append("requires_grad=True")
+        return "tensor(" + body + "".join(", " + e for e in extras) + ")"
+
+    def __format__(self, spec):
+        if self._data.ndim == 0:
+            return format(self.item(), spec)
+        return repr(self)
+
+    # --- in-place updates ------------------------------------------------------------
+    def _check_inplace(self):
+        if self._requires_grad and self._grad_fn is None and _mode.STATE.enabled:
+            raise RuntimeError(
+                "a leaf Variable that requires grad is being used in an in-place operation. "
+                "Wrap the update in `with chainrule.no_grad():` (as optimizers do) or use an "
+                "out-of-place op."
+            )
+        if _mode.STATE.enabled and self._extra and self._extra.get("view_of") is not None:
+            raise RuntimeError(
+                "in-place update of a view of a tensor that requires grad (this tensor came "
+                "from a view op such as indexing, reshape or transpose): the base tensor's "
+                "history cannot be rewritten here. Update a clone() instead, or do it under "
+                "no_grad()."
+            )
+
+    def _inplace(self, compute):
+        """Run ``compute(old) -> Tensor`` out of place and write the result into self.
+
+        With a graph being recorded, ``old`` is a copy that carries self's history, so
+        values saved by the new node stay intact; self then takes the new node as its
+        ``grad_fn``. The version counter is bumped so that nodes which saved self's
+        previous value refuse to use it.
+        """
+        self._check_inplace()
+        if not isinstance(self._data, np.ndarray):
+            self._data = np.array(self._data)
+        if _mode.STATE.enabled:
+            old = wrap(self._data.copy())
+            old._requires_grad = self._requires_grad
+            old._grad_fn = self._grad_fn
+            old._output_nr = self._output_nr
+            old._acc = self._acc
+            result = compute(old)
+        else:
+            result = compute(self)
+        try:
+            np.copyto(self._data, result._data, casting="same_kind")
+        except (TypeError, ValueError) as e:
+            raise RuntimeError(
+                f"in-place update of a tensor of shape {self.shape} and dtype {self.dtype} "
+                f"with a result of shape {result.shape} and dtype {result.dtype}: {e}"
+            ) from None
+        if result._requires_grad and result._grad_fn is not None:
+            self._grad_fn = result._grad_fn
+            self._output_nr = result._output_nr
+            self._requires_grad = True
+        self._vc[0] += 1
+        return self

@@ -1,0 +1,147 @@
+"""``chainrule.autograd``: backward, grad, Function, gradcheck, grad mode.
+
+``backward`` and ``grad`` compute vector-Jacobian products: for outputs ``y`` and a
+cotangent ``u`` of ``y``'s shape (``grad_outputs``/``gradient``), each input ``x`` receives
+``u^T (dy/dx)``, an array of ``x``'s shape. For a scalar ``y`` and ``u = 1`` that is the
+gradient. The full Jacobian is never formed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._engine import run_backward
+from .._mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .._node import accumulator
+from .._tensor import Tensor, wrap
+from .function import Function, FunctionCtx, once_differentiable
+from .gradcheck import GradcheckError, gradcheck
+
+__all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable", "gradcheck",
+           "GradcheckError", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled"]
+
+
+def _as_tuple(x):
+    if x is None:
+        return ()
+    return tuple(x) if isinstance(x, (tuple, list)) else (x,)
+
+
+def _roots(outputs, grad_outputs, create_graph):
+    if create_graph:
+        raise NotImplementedError(
+            "create_graph=True (differentiating a gradient again) is not available yet; "
+            "first-order gradients are"
+        )
+    roots, seeds = [], []
+    for i, (out, g) in enumerate(zip(outputs, grad_outputs)):
+        if not isinstance(out, Tensor):
+            raise TypeError(f"output {i} is a {type(out).__name__}, not a Tensor")
+        if not out._requires_grad:
+            kind = "" if out.dtype.kind == "f" else (
+                f" (its dtype {out.dtype} is not a float dtype, so it has no gradient)")
+            raise RuntimeError(
+                f"element {i} of tensors does not require grad and does not have a grad_fn"
+                f"{kind}. Make sure an input has requires_grad=True and that no_grad() is not "
+                "active."
+            )
+        if g is None:
+            if out._data.size != 1:
+                raise RuntimeError(
+                    "grad can be implicitly created only for scalar outputs; "
+                    f"output {i} has shape {tuple(out.shape)}. Pass gradient= (a cotangent of "
+                    "that shape): backward computes the vector-Jacobian product u^T J."
+                )
+            seed = np.ones_like(out._data)
+        else:
+            seed = np.asarray(g._data if isinstance(g, Tensor) else g, dtype=out.dtype)
+            if seed.shape != out.shape:
+                raise RuntimeError(
+                    f"Mismatch in shape: grad_output[{i}] has a shape of {tuple(seed.shape)} "
+                    f"and output[{i}] has a shape of {tuple(out.shape)}."
+                )
+        node = out._grad_fn if out._grad_fn is not None else accumulator(out)
+        roots.append((node, out._output_nr))
+        seeds.append(seed)
+    return roots, seeds
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
+    """Accumulate the VJPs of ``tensors`` into the ``.grad`` of the leaves they depend on.
+
+    Parameters
+    ----------
+    tensors : Tensor or sequence of Tensor
+        Outputs to differentiate.
+    grad_tensors : Tensor, array or sequence, optional
+        Cotangents, one per output, of the output's shape. May be omitted for scalar
+        outputs (RuntimeError ``grad can be implicitly created only for scalar outputs``
+        otherwise).
+    retain_graph : bool
+        Keep saved values so the graph can be walked again (default: ``create_graph``).
+    inputs : sequence of Tensor, optional
+        Accumulate only into these leaves.
+    """
+    tensors = _as_tuple(tensors)
+    grads = _as_tuple(grad_tensors) or (None,) * len(tensors)
+    if len(grads) != len(tensors):
+        raise RuntimeError(f"got {len(grads)} gradients for {len(tensors)} tensors")
+    roots, seeds = _roots(tensors, grads, create_graph)
+    only = None
+    capture = None
+    if inputs is not None:
+        inputs = _as_tuple(inputs)
+        only = set()
+        for t in inputs:
+            if t._grad_fn is not None:
+                raise NotImplementedError("backward(inputs=...) supports leaf tensors only")
+            only.add(accumulator(t))
+    run_backward(roots, seeds, retain_graph=bool(retain_graph or create_graph), only=only,
+                 capture=capture)
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
+         allow_unused=False, materialize_grads=False):
+    """Return the VJPs of ``outputs`` with respect to ``inputs``, without touching ``.grad``.
+
+    Returns a tuple with one Tensor per input, of that input's shape (``None`` for an
+    input the outputs do not depend on, when ``allow_unused=True``; zeros with
+    ``materialize_grads=True``).
+
+    Raises
+    ------
+    RuntimeError
+        An input does not require grad; an input is unused and ``allow_unused`` is False;
+        a non-scalar output without ``grad_outputs``.
+    """
+    outputs = _as_tuple(outputs)
+    inputs_t = _as_tuple(inputs)
+    grads = _as_tuple(grad_outputs) or (None,) * len(outputs)
+    roots, seeds = _roots(outputs, grads, create_graph)
+    capture = {}
+    for i, t in enumerate(inputs_t):
+        if not isinstance(t, Tensor) or not t._requires_grad:
+            raise RuntimeError(f"One of the differentiated Tensors (input {i}) does not "
+                               "require grad")
+        node = t._grad_fn if t._grad_fn is not None else accumulator(t)
+        capture.setdefault((node, t._output_nr), i)
+    captured = run_backward(roots, seeds, retain_graph=bool(retain_graph or create_graph),
+                            accumulate=False, capture=capture)
+    result = []
+    for i, t in enumerate(inputs_t):
+        node = t._grad_fn if t._grad_fn is not None else accumulator(t)
+        g = captured[capture[(node, t._output_nr)]]
+        if g is None:
+            if materialize_grads:
+                result.append(wrap(np.zeros_like(t._data)))
+                continue
+            if not allow_unused:
+                raise RuntimeError(
+                    f"One of the differentiated Tensors (input {i}, shape {tuple(t.shape)}) "
+                    "appears to not have been used in the graph. Set allow_unused=True if this "
+                    "is the desired behavior."
+                )
+            result.append(None)
+        else:
+            result.append(wrap(np.array(g, dtype=t.dtype)))
+    return tuple(result)

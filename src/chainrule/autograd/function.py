@@ -1,0 +1,247 @@
+"""Custom differentiable functions with a hand-written backward, as ``torch.autograd.Function``.
+
+A subclass defines ``forward(ctx, *args, **kwargs)`` and ``backward(ctx, *grad_outputs)``
+as static methods and is called through ``MyFunction.apply(*args)``. ``backward`` receives
+one cotangent per output (the gradient of the final scalar with respect to that output)
+and returns one gradient per positional input of ``forward``: the vector-Jacobian product
+``grad_output^T J`` for that input, of the input's shape, or ``None``.
+
+The call becomes a :class:`FunctionNode` in the graph, so the engine treats it exactly as
+it treats a primitive.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from .. import _mode
+from .._node import FREED, Node, accumulator
+from .._tensor import Tensor, wrap
+
+
+class FunctionCtx:
+    """The ``ctx`` object passed to ``forward`` and ``backward``.
+
+    Attributes set on it in ``forward`` are available in ``backward``. ``needs_input_grad``
+    is a tuple of bools, one per positional input.
+    """
+
+    def __init__(self, needs_input_grad):
+        self.needs_input_grad = needs_input_grad
+        self.materialize_grads = True
+        self._saved = ()
+        self._versions = ()
+        self._freed = False
+        self._non_differentiable = set()
+        self._name = "Function"
+
+    def save_for_backward(self, *tensors):
+        """Save tensors (or None) for backward; read them back through ``saved_tensors``.
+        Changing a saved tensor in place before backward is detected there."""
+        for i, t in enumerate(tensors):
+            if t is not None and not isinstance(t, Tensor):
+                raise TypeError(f"save_for_backward can only save tensors or None, but argument "
+                                f"{i} is a {type(t).__name__}; store other values as ctx "
+                                "attributes")
+        self._saved = tensors
+        self._versions = tuple(None if t is None else (t._vc, t._vc[0]) for t in tensors)
+
+    @property
+    def saved_tensors(self):
+        if self._freed:
+            raise RuntimeError(FREED)
+        for i, (t, v) in enumerate(zip(self._saved, self._versions)):
+            if v is not None and v[0][0] != v[1]:
+                raise RuntimeError(
+                    "one of the variables needed for gradient computation has been modified "
+                    f"by an inplace operation: saved tensor {i} of {self._name} "
+                    f"([{t.dtype} {list(t.shape)}]) is at version {v[0][0]}; expected version "
+                    f"{v[1]} instead."
+                )
+        return self._saved
+
+    def mark_non_differentiable(self, *outputs):
+        """Declare outputs that have no gradient (their cotangent is never computed)."""
+        self._non_differentiable.update(id(o) for o in outputs)
+
+    def set_materialize_grads(self, value):
+        """With True (the default) backward receives zeros instead of None for outputs that
+        did not contribute to the loss."""
+        self.materialize_grads = bool(value)
+
+    def mark_dirty(self, *tensors):
+        raise NotImplementedError("in-place custom Functions (mark_dirty) are not supported")
+
+
+class FunctionNode(Node):
+    """The graph node of one ``Function.apply`` call (``<Name>Backward``)."""
+
+    __slots__ = ("fn", "ctx", "input_meta", "output_meta", "once")
+
+    def name(self):
+        return f"{self.fn.__name__}Backward"
+
+    @property
+    def nout(self):
+        return len(self.output_meta)
+
+    def _vjp(self, grads, F):
+        fn, ctx = self.fn, self.ctx
+        if ctx._freed:
+            raise RuntimeError(FREED)
+        args = []
+        for g, meta in zip(grads, self.output_meta):
+            if g is None and ctx.materialize_grads and meta is not None:
+                g = np.zeros(meta[0], dtype=meta[1])
+            args.append(None if g is None else wrap(g))
+        with _mode.no_grad():
+            result = fn.backward(ctx, *args)
+        return self._check(result)
+
+    def _check(self, result):
+        name = self.fn.__name__
+        if not isinstance(result, tuple):
+            result = (result,)
+        n = len(self.input_meta)
+        if len(result) != n:
+            extra = [r for r in result[n:] if r is not None]
+            if len(result) < n or extra:
+                plural = "" if len(result) == 1 else "s"
+                raise RuntimeError(
+                    f"{name}.backward returned {len(result)} gradient{plural}, expected {n}: "
+                    "one per input of forward (None for inputs that need no gradient)"
+                )
+            result = result[:n]
+        out = []
+        for i, (g, meta) in enumerate(zip(result, self.input_meta)):
+            if meta is None and g is not None:
+                raise RuntimeError(
+                    f"{name}.backward returned a gradient different than None for input {i}, "
+                    "but that forward input was not a Tensor; return None for it"
+                )
+            if g is None or self.next_functions[i][0] is None:
+                out.append(None)
+                continue
+            if not isinstance(g, Tensor):
+                raise TypeError(
+                    f"{name}.backward returned a {type(g).__name__} as the gradient of input "
+                    f"{i}; expected a Tensor (or None). Wrap arrays with chainrule.tensor()."
+                )
+            shape, dtype = meta
+            if g.shape != shape:
+                raise RuntimeError(
+                    f"{name}.backward returned a gradient of shape {tuple(g.shape)} for input "
+                    f"{i}, which has shape {tuple(shape)}: the gradient of an input must have "
+                    "that input's shape"
+                )
+            if g.dtype.kind != "f":
+                raise TypeError(f"{name}.backward returned a gradient of dtype {g.dtype} for "
+                                f"input {i}; expected a float dtype ({dtype})")
+            out.append(g._data if g.dtype == dtype else g._data.astype(dtype))
+        return out
+
+    def _release(self):
+        self.ctx._freed = True
+        self.ctx._saved = ()
+
+
+class FunctionMeta(type):
+    def __init__(cls, name, bases, attrs):
+        super().__init__(name, bases, attrs)
+        cls._backward_cls = cls
+
+
+class Function(metaclass=FunctionMeta):
+    """Base class for differentiable functions with a hand-written backward.
+
+    Examples
+    --------
+    >>> import chainrule as cr
+    >>> class MatVec(cr.autograd.Function):
+    ...     @staticmethod
+    ...     def forward(ctx, A, x):
+    ...         ctx.save_for_backward(A, x)
+    ...         return A @ x
+    ...     @staticmethod
+    ...     def backward(ctx, grad):          # grad: shape (n,), the cotangent of A @ x
+    ...         A, x = ctx.saved_tensors
+    ...         return cr.outer(grad, x), A.t() @ grad   # grad_A = g x^T, grad_x = A^T g
+    >>> A = cr.randn(3, 2, requires_grad=True); x = cr.randn(2, requires_grad=True)
+    >>> MatVec.apply(A, x).sum().backward()
+    >>> A.grad.shape, x.grad.shape
+    ((3, 2), (2,))
+    """
+
+    @staticmethod
+    def forward(ctx, *args, **kwargs):
+        raise NotImplementedError("a Function subclass must define forward(ctx, *args)")
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        raise NotImplementedError("a Function subclass must define backward(ctx, *grads)")
+
+    def __init__(self, *args, **kwargs):
+        raise RuntimeError(
+            f"{type(self).__name__} is used through {type(self).__name__}.apply(...); "
+            "forward and backward are static methods"
+        )
+
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        needs = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
+        record = any(needs) and _mode.STATE.enabled
+        ctx = FunctionCtx(needs)
+        ctx._name = cls.__name__
+        with _mode.no_grad():
+            result = cls.forward(ctx, *args, **kwargs)
+        single = not isinstance(result, tuple)
+        outputs = (result,) if single else result
+        for i, o in enumerate(outputs):
+            if o is not None and not isinstance(o, Tensor):
+                raise TypeError(f"{cls.__name__}.forward returned a {type(o).__name__} as "
+                                f"output {i}; outputs must be Tensors")
+        if not record:
+            return result
+        node = FunctionNode.__new__(FunctionNode)
+        node.fn = cls
+        node.ctx = ctx
+        node.pre_hooks = None
+        node.once = getattr(cls.backward, "_once_differentiable", False)
+        node.next_functions = tuple(
+            (a._grad_fn or accumulator(a), a._output_nr) if need else (None, 0)
+            for a, need in zip(args, needs)
+        )
+        node.shapes = [a.shape if need else None for a, need in zip(args, needs)]
+        node.input_meta = tuple((a.shape, a.dtype) if isinstance(a, Tensor) else None
+                                for a in args)
+        wrapped = []
+        meta = []
+        for i, o in enumerate(outputs):
+            if o is None:
+                wrapped.append(None)
+                meta.append(None)
+                continue
+            diff = id(o) not in ctx._non_differentiable and o.dtype.kind == "f"
+            t = wrap(o._data)
+            if diff:
+                t._requires_grad = True
+                t._grad_fn = node
+                t._output_nr = i
+            wrapped.append(t)
+            meta.append((o.shape, o.dtype))
+        node.output_meta = tuple(meta)
+        return wrapped[0] if single else tuple(wrapped)
+
+
+def once_differentiable(backward):
+    """Mark a backward as not differentiable itself (it may leave the library, e.g. call
+    NumPy directly). Differentiating it a second time raises instead of returning zeros."""
+
+    @functools.wraps(backward)
+    def wrapper(ctx, *grads):
+        return backward(ctx, *grads)
+
+    wrapper._once_differentiable = True
+    return wrapper

@@ -1,0 +1,401 @@
+"""Elementwise primitives with NumPy broadcasting.
+
+Their Jacobians are diagonal (unary) or diagonal per input (binary), so each VJP is the
+cotangent times the partial derivative, and the JVP is the tangent times the same factor.
+Broadcast inputs get their cotangent summed back by the engine.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import special
+
+from .._dispatch import apply
+from .._table import defop, documented, elementwise
+from .._tensor import Tensor, wrap
+
+__all__ = [
+    "add", "sub", "mul", "div", "true_divide", "pow", "neg", "abs", "sign", "exp", "log",
+    "log1p", "expm1", "sqrt", "sin", "cos", "tan", "tanh", "sigmoid", "relu", "softplus",
+    "erf", "clamp", "clip", "maximum", "minimum", "where", "square", "reciprocal",
+    "lt", "le", "gt", "ge", "eq", "ne", "logical_not", "isnan", "isfinite", "clone",
+    "to_dtype",
+]
+
+CALCULUS = "elementary calculus (derivative of a scalar function applied elementwise)"
+
+# --- binary arithmetic ---------------------------------------------------------------
+
+ADD = defop(
+    "add", np.add, ("self", "other"),
+    vjp={"self": lambda F, g: g, "other": lambda F, g: g},
+    jvp={"self": lambda F, t: t, "other": lambda F, t: t},
+    math={"self": "grad_x = grad", "other": "grad_y = grad", "out": "dz = dx + dy"},
+    source=CALCULUS + "; broadcasting undone by summing (the engine's sum_to)",
+)
+SUB = defop(
+    "sub", np.subtract, ("self", "other"),
+    vjp={"self": lambda F, g: g, "other": lambda F, g: -g},
+    jvp={"self": lambda F, t: t, "other": lambda F, t: -t},
+    math={"self": "grad_x = grad", "other": "grad_y = -grad", "out": "dz = dx - dy"},
+    source=CALCULUS,
+)
+MUL = defop(
+    "mul", np.multiply, ("self", "other"),
+    vjp={"self": lambda F, g, other: g * other, "other": lambda F, g, self: g * self},
+    jvp={"self": lambda F, t, other: t * other, "other": lambda F, t, self: self * t},
+    math={"self": "grad_x = grad * y", "other": "grad_y = grad * x",
+          "out": "dz = dx * y + x * dy"},
+    source=CALCULUS + " (product rule)",
+)
+DIV = defop(
+    "div", np.true_divide, ("self", "other"),
+    vjp={"self": lambda F, g, other: g / other,
+         "other": lambda F, g, out, other: -g * out / other},
+    jvp={"self": lambda F, t, other: t / other,
+         "other": lambda F, t, out, other: -t * out / other},
+    math={"self": "grad_x = grad / y", "other": "grad_y = -grad * (x / y) / y",
+          "out": "dz = dx / y - dy * z / y"},
+    source=CALCULUS + " (quotient rule)",
+)
+
+
+def _pow_base(F, g, self, exponent):
+    # d/dx x^p = p x^(p-1); where p == 0 the derivative is 0 even at x == 0 (PyTorch's choice)
+    return F.where(exponent == 0, 0.0, g * exponent * self ** (exponent - 1))
+
+
+def _pow_exponent(F, g, self, out):
+    # d/dp x^p = x^p log x; defined as 0 where x == 0 (the limit for p > 0)
+    return F.where(self == 0, 0.0, g * out * F.log(F.where(self == 0, 1.0, self)))
+
+
+POW = defop(
+    "pow", np.power, ("self", "exponent"),
+    vjp={"self": _pow_base, "exponent": _pow_exponent},
+    jvp={"self": _pow_base, "exponent": _pow_exponent},
+    math={"self": "grad_x = grad * p * x^(p-1)", "exponent": "grad_p = grad * x^p * log(x)",
+          "out": "dz = p x^(p-1) dx + x^p log(x) dp"},
+    source=CALCULUS + "; zero-masking at x = 0 follows PyTorch's pow_backward",
+)
+
+
+def _tie_split(F, a, b):
+    # 1 where a wins, 1/2 at ties (the subgradient PyTorch uses), 0 where b wins.
+    return (a > b) + 0.5 * (a == b)
+
+
+MAXIMUM = defop(
+    "maximum", np.maximum, ("self", "other"),
+    vjp={"self": lambda F, g, self, other: g * _tie_split(F, self, other),
+         "other": lambda F, g, self, other: g * _tie_split(F, other, self)},
+    jvp={"self": lambda F, t, self, other: t * _tie_split(F, self, other),
+         "other": lambda F, t, self, other: t * _tie_split(F, other, self)},
+    math={"self": "grad_x = grad * ([x > y] + [x == y] / 2)",
+          "other": "grad_y = grad * ([y > x] + [x == y] / 2)",
+          "out": "dz = [x > y] dx + [y > x] dy (halves at ties)"},
+    source="subgradient of max(x, y); ties split evenly as in PyTorch",
+)
+MINIMUM = defop(
+    "minimum", np.minimum, ("self", "other"),
+    vjp={"self": lambda F, g, self, other: g * _tie_split(F, other, self),
+         "other": lambda F, g, self, other: g * _tie_split(F, self, other)},
+    jvp={"self": lambda F, t, self, other: t * _tie_split(F, other, self),
+         "other": lambda F, t, self, other: t * _tie_split(F, self, other)},
+    math={"self": "grad_x = grad * ([x < y] + [x == y] / 2)",
+          "other": "grad_y = grad * ([y < x] + [x == y] / 2)",
+          "out": "dz = [x < y] dx + [y < x] dy (halves at ties)"},
+    source="subgradient of min(x, y); ties split evenly as in PyTorch",
+)
+WHERE = defop(
+    "where", np.where, ("condition", "self", "other"),
+    vjp={"condition": lambda F, g: None,
+         "self": lambda F, g, condition: F.where(condition, g, 0.0),
+         "other": lambda F, g, condition: F.where(condition, 0.0, g)},
+    jvp={"condition": lambda F, t: None,
+         "self": lambda F, t, condition: F.where(condition, t, 0.0),
+         "other": lambda F, t, condition: F.where(condition, 0.0, t)},
+    math={"self": "grad_x = where(c, grad, 0)", "other": "grad_y = where(c, 0, grad)",
+          "out": "dz = where(c, dx, dy)"},
+    source="selection is linear in each branch; the condition is not differentiable",
+)
+
+
+@documented(ADD)
+def add(input, other, *, alpha=1):
+    """``input + alpha * other`` with NumPy broadcasting. Shapes must broadcast (ValueError)."""
+    if alpha != 1:
+        other = mul(other, alpha)
+    return apply(ADD, (input, other))
+
+
+@documented(SUB)
+def sub(input, other, *, alpha=1):
+    """``input - alpha * other`` with NumPy broadcasting."""
+    if alpha != 1:
+        other = mul(other, alpha)
+    return apply(SUB, (input, other))
+
+
+@documented(MUL)
+def mul(input, other):
+    """Elementwise product with NumPy broadcasting."""
+    return apply(MUL, (input, other))
+
+
+@documented(DIV)
+def div(input, other, *, rounding_mode=None):
+    """Elementwise true division with NumPy broadcasting (``rounding_mode`` must be None)."""
+    if rounding_mode is not None:
+        raise NotImplementedError("div: rounding_mode is not differentiable; use floor on data")
+    return apply(DIV, (input, other))
+
+
+true_divide = div
+
+
+@documented(POW)
+def pow(input, exponent):
+    """``input ** exponent``; either may be a tensor or a Python number."""
+    return apply(POW, (input, exponent))
+
+
+@documented(MAXIMUM)
+def maximum(input, other):
+    """Elementwise maximum with broadcasting; at ties each side gets half the gradient."""
+    return apply(MAXIMUM, (input, other))
+
+
+@documented(MINIMUM)
+def minimum(input, other):
+    """Elementwise minimum with broadcasting; at ties each side gets half the gradient."""
+    return apply(MINIMUM, (input, other))
+
+
+@documented(WHERE)
+def where(condition, input, other):
+    """``input`` where ``condition`` (bool, broadcastable) holds, else ``other``."""
+    return apply(WHERE, (condition, input, other))
+
+
+# --- unary ---------------------------------------------------------------------------
+
+NEG = defop(
+    "neg", np.negative, ("self",),
+    vjp={"self": lambda F, g: -g}, jvp={"self": lambda F, t: -t},
+    math={"self": "grad_x = -grad", "out": "dy = -dx"}, source=CALCULUS,
+)
+SIGN = defop(
+    "sign", np.sign, ("self",),
+    vjp={"self": lambda F, g: F.zeros_like(g)}, jvp={"self": lambda F, t: F.zeros_like(t)},
+    math={"self": "grad_x = 0", "out": "dy = 0"},
+    source="sign is piecewise constant; 0 everywhere as in PyTorch",
+)
+ABS = elementwise("abs", np.abs, lambda F, self: F.sign(self), math="sign(x)",
+                  source=CALCULUS + "; subgradient 0 at x = 0 as in PyTorch")
+EXP = elementwise("exp", np.exp, lambda F, out: out, math="exp(x)", source=CALCULUS)
+LOG = elementwise("log", np.log, lambda F, self: 1 / self, math="1 / x", source=CALCULUS)
+LOG1P = elementwise("log1p", np.log1p, lambda F, self: 1 / (1 + self), math="1 / (1 + x)",
+                    source=CALCULUS)
+EXPM1 = elementwise("expm1", np.expm1, lambda F, out: out + 1, math="exp(x) = y + 1",
+                    source=CALCULUS)
+SQRT = elementwise("sqrt", np.sqrt, lambda F, out: 0.5 / out, math="1 / (2 sqrt(x))",
+                   source=CALCULUS)
+SIN = elementwise("sin", np.sin, lambda F, self: F.cos(self), math="cos(x)", source=CALCULUS)
+COS = elementwise("cos", np.cos, lambda F, self: -F.sin(self), math="-sin(x)", source=CALCULUS)
+TAN = elementwise("tan", np.tan, lambda F, out: 1 + out * out, math="1 + tan(x)^2",
+                  source=CALCULUS)
+TANH = elementwise("tanh", np.tanh, lambda F, out: 1 - out * out, math="1 - tanh(x)^2",
+                   source=CALCULUS)
+SIGMOID = elementwise("sigmoid", special.expit, lambda F, out: out * (1 - out),
+                      math="s (1 - s), s = sigmoid(x)", source=CALCULUS)
+RELU = elementwise("relu", lambda x: np.maximum(x, 0), lambda F, out: out > 0,
+                   math="[x > 0]", source=CALCULUS + "; subgradient 0 at x = 0 as in PyTorch")
+_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+ERF = elementwise("erf", special.erf, lambda F, self: _TWO_OVER_SQRT_PI * F.exp(-self * self),
+                  math="2 / sqrt(pi) * exp(-x^2)",
+                  source="Abramowitz and Stegun (1964), eq. 7.1.19")
+
+
+def _softplus_forward(x, beta, threshold):
+    z = x * beta
+    return np.where(z > threshold, x, np.logaddexp(0, z) / beta)
+
+
+def _softplus_deriv(F, self, beta, threshold):
+    z = self * beta
+    return F.where(z > threshold, 1.0, F.sigmoid(z))
+
+
+SOFTPLUS = defop(
+    "softplus", _softplus_forward, ("self",), attrs=("beta", "threshold"),
+    vjp={"self": lambda F, g, self, beta, threshold: g * _softplus_deriv(F, self, beta, threshold)},
+    jvp={"self": lambda F, t, self, beta, threshold: t * _softplus_deriv(F, self, beta, threshold)},
+    math={"self": "grad_x = grad * sigmoid(beta x)  (grad where beta x > threshold)",
+          "out": "dy = sigmoid(beta x) dx"},
+    source=CALCULUS + "; linear above the threshold as in torch.nn.functional.softplus",
+)
+
+
+def _clamp_mask(self, min, max):
+    # The gradient passes where min <= x <= max (boundaries included, as in PyTorch).
+    if min is None:
+        return self <= max
+    if max is None:
+        return self >= min
+    return (self >= min) * (self <= max)
+
+
+CLAMP = defop(
+    "clamp", np.clip, ("self",), attrs=("min", "max"),
+    vjp={"self": lambda F, g, self, min, max: g * _clamp_mask(self, min, max)},
+    jvp={"self": lambda F, t, self, min, max: t * _clamp_mask(self, min, max)},
+    math={"self": "grad_x = grad * [min <= x <= max]", "out": "dy = [min <= x <= max] dx"},
+    source=CALCULUS + "; boundaries pass the gradient as in PyTorch",
+)
+
+
+def _cast(x, dtype, src_dtype):
+    return np.asarray(x).astype(dtype, copy=True)
+
+
+TO_COPY = defop(
+    "_to_copy", _cast, ("self",), attrs=("dtype", "src_dtype"),
+    vjp={"self": lambda F, g, src_dtype: F.cast(g, src_dtype)},
+    jvp={"self": lambda F, t, dtype: F.cast(t, dtype)},
+    math={"self": "grad_x = grad, cast back to x's dtype", "out": "dy = dx, cast to dtype"},
+    source="a dtype conversion is the identity map up to rounding",
+)
+CLONE = defop(
+    "clone", lambda x: np.array(x, copy=True), ("self",),
+    vjp={"self": lambda F, g: g}, jvp={"self": lambda F, t: t},
+    math={"self": "grad_x = grad", "out": "dy = dx"}, source="the identity map",
+)
+
+
+@documented(TO_COPY)
+def to_dtype(input, dtype):
+    """A copy of ``input`` converted to ``dtype`` (differentiable between float dtypes)."""
+    dtype = np.dtype(dtype)
+    if isinstance(input, Tensor) and input._requires_grad and dtype.kind != "f":
+        raise RuntimeError(
+            f"_to_copy: cannot convert a tensor that requires grad to non-float dtype {dtype}; "
+            "call .detach() first"
+        )
+    src = input.dtype if isinstance(input, Tensor) else np.asarray(input).dtype
+    return apply(TO_COPY, (input,), (dtype, src))
+
+
+@documented(CLONE)
+def clone(input):
+    """A copy of ``input`` that keeps its history (gradient flows through)."""
+    return apply(CLONE, (input,))
+
+
+@documented(NEG)
+def neg(input):
+    """``-input``."""
+    return apply(NEG, (input,))
+
+
+@documented(SIGN)
+def sign(input):
+    """Elementwise sign (-1, 0 or 1); its gradient is zero."""
+    return apply(SIGN, (input,))
+
+
+def _unary(op, summary):
+    @documented(op)
+    def fn(input):
+        return apply(op, (input,))
+
+    fn.__name__ = fn.__qualname__ = op.name
+    fn.__doc__ = summary + fn.__doc__[len(op.name):]
+    return fn
+
+
+abs = _unary(ABS, "Elementwise absolute value; gradient sign(x) (0 at 0).")
+exp = _unary(EXP, "Elementwise e^x.")
+log = _unary(LOG, "Elementwise natural logarithm.")
+log1p = _unary(LOG1P, "Elementwise log(1 + x), accurate for small x.")
+expm1 = _unary(EXPM1, "Elementwise e^x - 1, accurate for small x.")
+sqrt = _unary(SQRT, "Elementwise square root.")
+sin = _unary(SIN, "Elementwise sine.")
+cos = _unary(COS, "Elementwise cosine.")
+tan = _unary(TAN, "Elementwise tangent.")
+tanh = _unary(TANH, "Elementwise hyperbolic tangent.")
+sigmoid = _unary(SIGMOID, "Elementwise logistic sigmoid 1 / (1 + e^-x).")
+relu = _unary(RELU, "Elementwise max(x, 0); gradient [x > 0].")
+erf = _unary(ERF, "Elementwise error function.")
+
+
+@documented(SOFTPLUS)
+def softplus(input, beta=1.0, threshold=20.0):
+    """``log(1 + exp(beta x)) / beta``, linear where ``beta x > threshold``."""
+    return apply(SOFTPLUS, (input,), (beta, threshold))
+
+
+@documented(CLAMP)
+def clamp(input, min=None, max=None):
+    """Clamp into ``[min, max]``. Number bounds are attributes; tensor bounds go through
+    ``maximum``/``minimum``. At least one bound is required (ValueError)."""
+    if min is None and max is None:
+        raise ValueError("clamp: at least one of min and max must be given")
+    if isinstance(min, Tensor) or isinstance(max, Tensor):
+        out = input
+        if min is not None:
+            out = maximum(out, min)
+        if max is not None:
+            out = minimum(out, max)
+        return out
+    return apply(CLAMP, (input,), (min, max))
+
+
+clip = clamp
+
+
+def square(input):
+    """``input * input``."""
+    return mul(input, input)
+
+
+def reciprocal(input):
+    """``1 / input``."""
+    return div(1.0, input)
+
+
+# --- comparisons and predicates (no gradient) ----------------------------------------
+
+
+def _data(x):
+    return x._data if isinstance(x, Tensor) else x
+
+
+def _compare(ufunc):
+    def fn(input, other):
+        return wrap(ufunc(_data(input), _data(other)))
+
+    fn.__name__ = ufunc.__name__
+    fn.__doc__ = f"Elementwise ``{ufunc.__name__}``; returns a bool tensor without grad."
+    return fn
+
+
+lt, le, gt, ge, eq, ne = (_compare(u) for u in (np.less, np.less_equal, np.greater,
+                                                np.greater_equal, np.equal, np.not_equal))
+
+
+def logical_not(input):
+    """Elementwise not; a bool tensor without grad."""
+    return wrap(np.logical_not(_data(input)))
+
+
+def isnan(input):
+    """Elementwise NaN test; a bool tensor without grad."""
+    return wrap(np.isnan(_data(input)))
+
+
+def isfinite(input):
+    """Elementwise finiteness test; a bool tensor without grad."""
+    return wrap(np.isfinite(_data(input)))

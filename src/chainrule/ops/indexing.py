@@ -1,0 +1,111 @@
+"""Indexing: ``x[index]`` (basic and advanced) and ``index_put`` (``x[index] = v``).
+
+Basic indexing (ints, slices, None, Ellipsis) gives a view and records ``SliceBackward0``;
+advanced indexing (integer arrays, boolean masks) gives a copy and records
+``IndexBackward0``. Both have the same VJP: the cotangent is scattered back into zeros of
+the input's shape, *adding* at repeated integer indices.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._dispatch import apply
+from .._table import defop, documented
+from .._tensor import Tensor
+
+__all__ = ["index_put", "getitem", "take_along_dim"]
+
+_BASIC = (int, np.integer, slice, type(None), type(Ellipsis))
+
+
+def normalize_index(index):
+    """A tuple index with Tensors and lists turned into arrays; and whether it is basic."""
+    if not isinstance(index, tuple):
+        index = (index,)
+    out = []
+    basic = True
+    for i in index:
+        if isinstance(i, Tensor):
+            i = i._data
+        elif isinstance(i, list):
+            i = np.asarray(i)
+        if isinstance(i, bool) or not isinstance(i, _BASIC):
+            basic = False
+        out.append(i)
+    return tuple(out), basic
+
+
+def _scatter_back(F, g, self_shape, index):
+    return F.index_put(F.zeros(self_shape, g.dtype), index, g, True)
+
+
+SCATTER = "the transpose of a selection is a scatter (adding at repeated indices)"
+
+SLICE = defop(
+    "slice", lambda x, index: x[index], ("self",), attrs=("index",), view=True,
+    vjp={"self": _scatter_back}, jvp={"self": lambda F, t, index: t[index]},
+    math={"self": "grad_x = zeros(x.shape); grad_x[index] = grad", "out": "dy = dx[index]"},
+    source=SCATTER,
+)
+INDEX = defop(
+    "index", lambda x, index: x[index], ("self",), attrs=("index",),
+    vjp={"self": _scatter_back}, jvp={"self": lambda F, t, index: t[index]},
+    math={"self": "grad_x = zeros(x.shape); grad_x[index] += grad (repeats add up)",
+          "out": "dy = dx[index]"},
+    source=SCATTER,
+)
+
+
+def _index_put(x, values, indices, accumulate):
+    out = np.array(x, copy=True)
+    if accumulate:
+        np.add.at(out, indices, values)
+    else:
+        out[indices] = values
+    return out
+
+
+INDEX_PUT = defop(
+    "index_put", _index_put, ("self", "values"), attrs=("indices", "accumulate"),
+    vjp={"self": lambda F, g, indices, accumulate:
+         g if accumulate else F.index_put(g, indices, 0.0, False),
+         "values": lambda F, g, indices: g[indices]},
+    jvp={"self": lambda F, t, indices, accumulate:
+         t if accumulate else F.index_put(t, indices, 0.0, False),
+         "values": lambda F, t, self_shape, indices, accumulate:
+         F.index_put(F.zeros(self_shape, t.dtype), indices, t, accumulate)},
+    math={"self": "grad_x = grad with the written entries zeroed (accumulate: grad)",
+          "values": "grad_v = grad[indices], summed over broadcast dims",
+          "out": "dy = index_put(dx, indices, dv)"},
+    source="writing is linear in (x, v); VJP by transposition",
+)
+
+
+@documented(SLICE, INDEX)
+def getitem(input, index):
+    """``input[index]`` with NumPy semantics: ints, slices, None, Ellipsis (a view), integer
+    arrays and boolean masks (a copy). Out-of-range indices raise IndexError naming the
+    shape."""
+    index, basic = normalize_index(index)
+    return apply(SLICE if basic else INDEX, (input,), (index,))
+
+
+@documented(INDEX_PUT)
+def index_put(input, indices, values, accumulate=False):
+    """A copy of ``input`` with ``values`` written at ``indices`` (added when
+    ``accumulate``, so repeated indices add up)."""
+    index, _ = normalize_index(indices)
+    return apply(INDEX_PUT, (input, values), (index, bool(accumulate)))
+
+
+def take_along_dim(input, indices, dim):
+    """``numpy.take_along_axis``: pick entries along ``dim`` at integer ``indices`` (which
+    broadcast with ``input`` on the other dims); recorded as advanced indexing."""
+    x = input._data if isinstance(input, Tensor) else np.asarray(input)
+    idx = indices._data if isinstance(indices, Tensor) else np.asarray(indices)
+    d = dim % x.ndim
+    grids = np.ogrid[tuple(slice(n) for n in idx.shape)]
+    index = tuple(idx if i == d else np.broadcast_to(grids[i], idx.shape)
+                  for i in range(x.ndim))
+    return getitem(input, index)

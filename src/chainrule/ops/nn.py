@@ -1,0 +1,157 @@
+"""Softmax, log-softmax and cross-entropy over a class dim.
+
+``cross_entropy`` is one primitive rather than ``-log_softmax(x)[target]``: its VJP is the
+famous ``softmax(x) - onehot(target)``, which costs one softmax and no scatter.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._dispatch import apply
+from .._table import defop, documented
+from .._tensor import Tensor
+
+__all__ = ["softmax", "log_softmax", "cross_entropy"]
+
+
+def softmax_array(x, dim):
+    e = np.exp(x - np.amax(x, axis=dim, keepdims=True))
+    return e / np.sum(e, axis=dim, keepdims=True)
+
+
+def log_softmax_array(x, dim):
+    z = x - np.amax(x, axis=dim, keepdims=True)
+    return z - np.log(np.sum(np.exp(z), axis=dim, keepdims=True))
+
+
+SOFTMAX = defop(
+    "softmax", softmax_array, ("self",), attrs=("dim",),
+    vjp={"self": lambda F, g, out, dim: out * (g - F.sum(g * out, (dim,), True))},
+    jvp={"self": lambda F, t, out, dim: out * (t - F.sum(t * out, (dim,), True))},
+    math={"self": "grad_x = y * (grad - sum(grad * y, dim))", "out": "dy = y * (dx - sum(y dx))"},
+    source="Jacobian of softmax is diag(y) - y y^T (Bishop, Pattern Recognition and Machine "
+           "Learning (2006), eq. 4.106)",
+)
+LOG_SOFTMAX = defop(
+    "log_softmax", log_softmax_array, ("self",), attrs=("dim",),
+    vjp={"self": lambda F, g, out, dim: g - F.exp(out) * F.sum(g, (dim,), True)},
+    jvp={"self": lambda F, t, out, dim: t - F.sum(F.exp(out) * t, (dim,), True)},
+    math={"self": "grad_x = grad - softmax(x) * sum(grad, dim)",
+          "out": "dy = dx - sum(softmax(x) dx)"},
+    source="Jacobian of log-softmax is I - 1 softmax(x)^T",
+)
+
+
+def _class_dim(ndim):
+    return 0 if ndim == 1 else 1
+
+
+def _onehot(target, shape, cdim):
+    positions = np.arange(shape[cdim]).reshape([-1 if i == cdim else 1
+                                                for i in range(len(shape))])
+    return positions == np.expand_dims(target, cdim)
+
+
+def _ce_forward(x, target, reduction, cdim):
+    logp = log_softmax_array(x, cdim)
+    if target.dtype.kind in "iu":
+        nll = -np.squeeze(np.take_along_axis(logp, np.expand_dims(target, cdim), cdim), cdim)
+    else:
+        nll = -np.sum(target * logp, axis=cdim)
+    if reduction == "mean":
+        return np.mean(nll)
+    return np.sum(nll) if reduction == "sum" else nll
+
+
+def _ce_dlogits(F, self, target, cdim):
+    """d loss_n / d logits for each sample (before reduction)."""
+    p = F.softmax(self, cdim)
+    if target.dtype.kind in "iu":
+        return p - _onehot(target, self.shape, cdim)
+    return p * np.sum(target, axis=cdim, keepdims=True) - target
+
+
+def _ce_scale(F, g, self, reduction, cdim):
+    if reduction == "none":
+        return F.unsqueeze(g, cdim)
+    if reduction == "mean":
+        return g / (self.size // self.shape[cdim])
+    return g
+
+
+CROSS_ENTROPY = defop(
+    "cross_entropy", _ce_forward, ("self",), attrs=("target", "reduction", "cdim"),
+    vjp={"self": lambda F, g, self, target, reduction, cdim:
+         _ce_scale(F, g, self, reduction, cdim) * _ce_dlogits(F, self, target, cdim)},
+    jvp={"self": lambda F, t, self, target, reduction, cdim: _ce_reduce(
+        F, F.sum(t * _ce_dlogits(F, self, target, cdim), (cdim,), False), reduction)},
+    math={"self": "grad_x = grad * (softmax(x) - onehot(target)) / N  (reduction='mean'; "
+                  "probability targets: softmax(x) * sum(t) - t)",
+          "out": "dy = mean_n sum_c (softmax(x) - onehot(target))_nc dx_nc"},
+    source="Bishop, Pattern Recognition and Machine Learning (2006), eq. 4.109 (softmax with "
+           "cross-entropy)",
+)
+
+
+def _ce_reduce(F, per_sample, reduction):
+    if reduction == "mean":
+        return F.mean(per_sample, None, False)
+    return F.sum(per_sample, None, False) if reduction == "sum" else per_sample
+
+
+def _dim(dim, x):
+    nd = x.ndim if isinstance(x, Tensor) else np.ndim(x)
+    if not -max(nd, 1) <= dim < max(nd, 1):
+        raise IndexError(f"dim {dim} is out of range for a tensor with {nd} dimensions")
+    return dim % max(nd, 1)
+
+
+@documented(SOFTMAX)
+def softmax(input, dim):
+    """``exp(x) / sum(exp(x), dim)``, computed stably."""
+    return apply(SOFTMAX, (input,), (_dim(dim, input),))
+
+
+@documented(LOG_SOFTMAX)
+def log_softmax(input, dim):
+    """``x - logsumexp(x, dim)``, computed stably."""
+    return apply(LOG_SOFTMAX, (input,), (_dim(dim, input),))
+
+
+@documented(CROSS_ENTROPY)
+def cross_entropy(input, target, reduction="mean"):
+    """Softmax cross-entropy of logits ``input`` against ``target``.
+
+    Parameters
+    ----------
+    input : Tensor, shape (N, C) or (C,) (or (N, C, d1, ...)), float
+        Unnormalized logits; classes along dim 1 (dim 0 for a 1-D input).
+    target : Tensor or array
+        Class indices (integer, shape of ``input`` without the class dim, values in
+        ``[0, C)``) or class probabilities (float, same shape as ``input``). No gradient
+        flows into ``target``.
+    reduction : {"mean", "sum", "none"}
+
+    Raises
+    ------
+    ValueError
+        Wrong target shape or an unknown reduction. IndexError: a class index out of range.
+    """
+    x = input._data if isinstance(input, Tensor) else np.asarray(input)
+    t = target._data if isinstance(target, Tensor) else np.asarray(target)
+    cdim = _class_dim(x.ndim)
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"cross_entropy: unknown reduction {reduction!r}")
+    if t.dtype.kind in "iu":
+        expected = x.shape[:cdim] + x.shape[cdim + 1:]
+        if t.shape != expected:
+            raise ValueError(f"cross_entropy: class-index target of shape {t.shape} does not "
+                             f"match input of shape {x.shape} (expected {expected})")
+        if t.size and (t.min() < 0 or t.max() >= x.shape[cdim]):
+            raise IndexError(f"cross_entropy: target values must be in [0, {x.shape[cdim]}), "
+                             f"got range [{t.min()}, {t.max()}]")
+    elif t.shape != x.shape:
+        raise ValueError(f"cross_entropy: probability target of shape {t.shape} does not match "
+                         f"input of shape {x.shape}")
+    return apply(CROSS_ENTROPY, (input,), (t, reduction, cdim))

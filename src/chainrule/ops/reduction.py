@@ -1,0 +1,450 @@
+"""Reductions over ``dim`` (an int, a tuple of ints, or None for all) with ``keepdim``.
+
+Each VJP first puts the reduced dimensions back (``_unreduce``: reshape to the keepdim
+shape, then broadcast to the input shape), so the rules read as the textbook formulas.
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+
+import numpy as np
+from scipy import special
+
+from .._dispatch import apply
+from .._table import defop, documented
+from .._tensor import Tensor
+
+__all__ = ["sum", "mean", "prod", "amax", "amin", "max", "min", "var", "std", "logsumexp",
+           "vector_norm", "norm", "argmax", "argmin"]
+
+_builtin_sum = sum
+_builtin_max = max
+_builtin_min = min
+
+
+def _dims(dim, ndim):
+    """Normalize ``dim`` to a sorted tuple of non-negative ints, or None for all dims."""
+    if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
+        return None
+    dims = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
+    n = _builtin_max(ndim, 1)
+    for d in dims:
+        if not -n <= d < n:
+            raise IndexError(
+                f"dim {d} is out of range for a tensor with {ndim} dimensions "
+                f"(expected -{n} <= dim < {n})"
+            )
+    return tuple(sorted({int(d) % n for d in dims}))
+
+
+def _ndim(x):
+    return x.ndim if isinstance(x, Tensor) else np.ndim(x)
+
+
+def _keep_shape(shape, dim):
+    if dim is None:
+        return (1,) * len(shape)
+    return tuple(1 if i in dim else n for i, n in enumerate(shape))
+
+
+def _unreduce(F, g, shape, dim, keepdim):
+    """The reduced cotangent ``g`` broadcast back over the input's shape."""
+    if not keepdim:
+        g = F.reshape(g, _keep_shape(shape, dim))
+    return F.expand(g, shape)
+
+
+def _count(shape, dim):
+    if dim is None:
+        return int(np.prod(shape))
+    return int(np.prod([shape[d] for d in dim]))
+
+
+SOURCE = "Giles (2008), An extended collection of matrix derivative results, sec. 2 (sums and \
+products are linear / multilinear maps)"
+
+SUM = defop(
+    "sum", lambda x, dim, keepdim: np.sum(x, axis=dim, keepdims=keepdim), ("self",),
+    attrs=("dim", "keepdim"),
+    vjp={"self": lambda F, g, self_shape, dim, keepdim:
+         _unreduce(F, g, self_shape, dim, keepdim)},
+    jvp={"self": lambda F, t, dim, keepdim: F.sum(t, dim, keepdim)},
+    math={"self": "grad_x = expand(grad)", "out": "dy = sum(dx)"},
+    source="linear map: its VJP is the transpose, a broadcast",
+)
+MEAN = defop(
+    "mean", lambda x, dim, keepdim: np.mean(x, axis=dim, keepdims=keepdim), ("self",),
+    attrs=("dim", "keepdim"),
+    vjp={"self": lambda F, g, self_shape, dim, keepdim:
+         _unreduce(F, g, self_shape, dim, keepdim) / _count(self_shape, dim)},
+    jvp={"self": lambda F, t, dim, keepdim: F.mean(t, dim, keepdim)},
+    math={"self": "grad_x = expand(grad) / n", "out": "dy = mean(dx)"},
+    source="linear map: its VJP is the transpose, a broadcast divided by the count",
+)
+
+
+def _prod_vjp(F, g, self, out, dim, keepdim):
+    gk = _unreduce(F, g, self.shape, dim, keepdim)
+    if not (self == 0).any():
+        return gk * _unreduce(F, out, self.shape, dim, keepdim) / self
+    # With zeros, x_i^-1 prod(x) is undefined: use the product of the other entries.
+    return gk * F.prod_others(self, dim)
+
+
+def _prod_jvp(F, t, self, out, dim, keepdim):
+    return F.sum(t * _prod_vjp(F, F.ones_like(out), self, out, dim, keepdim), dim, keepdim)
+
+
+PROD = defop(
+    "prod", lambda x, dim, keepdim: np.prod(x, axis=dim, keepdims=keepdim), ("self",),
+    attrs=("dim", "keepdim"),
+    vjp={"self": _prod_vjp}, jvp={"self": _prod_jvp},
+    math={"self": "grad_x_i = grad * prod_{j != i} x_j  (= grad * y / x_i without zeros)",
+          "out": "dy = sum_i (prod_{j != i} x_j) dx_i"},
+    source="product rule; zero entries handled as in PyTorch's prod_backward",
+)
+
+
+def _select_mask(F, self, out, dim, keepdim):
+    """Entries equal to the reduced extreme, each weighted 1/count (ties split evenly)."""
+    mask = self == _unreduce(F, out, self.shape, dim, keepdim)
+    count = F.sum(mask, dim, True)
+    return mask / count
+
+
+AMAX = defop(
+    "amax", lambda x, dim, keepdim: np.amax(x, axis=dim, keepdims=keepdim), ("self",),
+    attrs=("dim", "keepdim"),
+    vjp={"self": lambda F, g, self, out, dim, keepdim:
+         _unreduce(F, g, self.shape, dim, keepdim) * _select_mask(F, self, out, dim, keepdim)},
+    jvp={"self": lambda F, t, self, out, dim, keepdim:
+         F.sum(t * _select_mask(F, self, out, dim, keepdim), dim, keepdim)},
+    math={"self": "grad_x = expand(grad) * [x == max] / #ties",
+          "out": "dy = mean of dx over the maximal entries"},
+    source="subgradient of max; ties share evenly (PyTorch's amax_backward)",
+)
+AMIN = defop(
+    "amin", lambda x, dim, keepdim: np.amin(x, axis=dim, keepdims=keepdim), ("self",),
+    attrs=("dim", "keepdim"),
+    vjp={"self": lambda F, g, self, out, dim, keepdim:
+         _unreduce(F, g, self.shape, dim, keepdim) * _select_mask(F, self, out, dim, keepdim)},
+    jvp={"self": lambda F, t, self, out, dim, keepdim:
+         F.sum(t * _select_mask(F, self, out, dim, keepdim), dim, keepdim)},
+    math={"self": "grad_x = expand(grad) * [x == min] / #ties",
+          "out": "dy = mean of dx over the minimal entries"},
+    source="subgradient of min; ties share evenly (PyTorch's amin_backward)",
+)
+
+
+def _arg_reduce(argfn):
+    def forward(x, dim, keepdim):
+        (d,) = dim
+        idx = argfn(x, axis=d, keepdims=True)
+        values = np.take_along_axis(x, idx, axis=d)
+        if not keepdim:
+            idx, values = np.squeeze(idx, d), np.squeeze(values, d)
+        return values, idx
+
+    return forward
+
+
+def _onehot(indices, shape, dim, keepdim):
+    """Bool mask of the input's shape, true at the selected index along ``dim``."""
+    (d,) = dim
+    idx = np.asarray(indices)
+    if not keepdim:
+        idx = np.expand_dims(idx, d)
+    positions = np.arange(shape[d]).reshape([-1 if i == d else 1 for i in range(len(shape))])
+    return positions == idx
+
+
+def _max_vjp(F, g, self_shape, out, dim, keepdim):
+    return _unreduce(F, g[0], self_shape, dim, keepdim) * _onehot(out[1], self_shape, dim,
+                                                                  keepdim)
+
+
+def _max_jvp(F, t, self_shape, out, dim, keepdim):
+    return F.sum(t * _onehot(out[1], self_shape, dim, keepdim), dim, keepdim)
+
+
+MAX_DIM = defop(
+    "max", _arg_reduce(np.argmax), ("self",), attrs=("dim", "keepdim"), nout=2, out_diff=(0,),
+    vjp={"self": _max_vjp}, jvp={"self": _max_jvp},
+    math={"self": "grad_x = grad scattered to the argmax index along dim",
+          "out": "dvalues = dx at the argmax index"},
+    source="a selection: linear in x for fixed indices (PyTorch's value_selecting_reduction)",
+)
+MIN_DIM = defop(
+    "min", _arg_reduce(np.argmin), ("self",), attrs=("dim", "keepdim"), nout=2, out_diff=(0,),
+    vjp={"self": _max_vjp}, jvp={"self": _max_jvp},
+    math={"self": "grad_x = grad scattered to the argmin index along dim",
+          "out": "dvalues = dx at the argmin index"},
+    source="a selection: linear in x for fixed indices (PyTorch's value_selecting_reduction)",
+)
+
+
+def _centered(F, self, dim):
+    return self - F.mean(self, dim, True)
+
+
+VAR = defop(
+    "var", lambda x, dim, correction, keepdim: np.var(x, axis=dim, ddof=correction,
+                                                      keepdims=keepdim),
+    ("self",), attrs=("dim", "correction", "keepdim"),
+    vjp={"self": lambda F, g, self, dim, correction, keepdim:
+         _unreduce(F, g, self.shape, dim, keepdim) * (2.0 / (_count(self.shape, dim)
+                                                             - correction))
+         * _centered(F, self, dim)},
+    jvp={"self": lambda F, t, self, dim, correction, keepdim:
+         F.sum(t * _centered(F, self, dim), dim, keepdim)
+         * (2.0 / (_count(self.shape, dim) - correction))},
+    math={"self": "grad_x = grad * 2 (x - mean(x)) / (n - correction)",
+          "out": "dy = 2 sum((x - mean) dx) / (n - correction)"},
+    source="derivative of sum((x - mean)^2) / (n - c); the mean's own term sums to zero",
+)
+
+
+def _std_vjp(F, g, self, out, dim, correction, keepdim):
+    safe = F.where(out == 0, 1.0, out)
+    scale = F.where(out == 0, 0.0, g / safe)
+    n = _count(self.shape, dim) - correction
+    return _unreduce(F, scale, self.shape, dim, keepdim) * _centered(F, self, dim) / n
+
+
+def _std_jvp(F, t, self, out, dim, correction, keepdim):
+    safe = F.where(out == 0, 1.0, out)
+    n = _count(self.shape, dim) - correction
+    return F.where(out == 0, 0.0, F.sum(t * _centered(F, self, dim), dim, keepdim) / (n * safe))
+
+
+STD = defop(
+    "std", lambda x, dim, correction, keepdim: np.std(x, axis=dim, ddof=correction,
+                                                      keepdims=keepdim),
+    ("self",), attrs=("dim", "correction", "keepdim"),
+    vjp={"self": _std_vjp}, jvp={"self": _std_jvp},
+    math={"self": "grad_x = grad * (x - mean(x)) / ((n - correction) std)  (0 where std = 0)",
+          "out": "dy = sum((x - mean) dx) / ((n - correction) std)"},
+    source="chain rule through sqrt(var); zero where std = 0 as in PyTorch's std_backward",
+)
+
+
+def _lse_weights(F, self, out, dim, keepdim):
+    return F.exp(self - _unreduce(F, out, self.shape, dim, keepdim))
+
+
+LOGSUMEXP = defop(
+    "logsumexp", lambda x, dim, keepdim: special.logsumexp(x, axis=dim, keepdims=keepdim),
+    ("self",), attrs=("dim", "keepdim"),
+    vjp={"self": lambda F, g, self, out, dim, keepdim:
+         _unreduce(F, g, self.shape, dim, keepdim) * _lse_weights(F, self, out, dim, keepdim)},
+    jvp={"self": lambda F, t, self, out, dim, keepdim:
+         F.sum(t * _lse_weights(F, self, out, dim, keepdim), dim, keepdim)},
+    math={"self": "grad_x = grad * softmax(x) = grad * exp(x - y)",
+          "out": "dy = sum(softmax(x) dx)"},
+    source="derivative of log sum exp: the softmax weights",
+)
+
+
+def _vector_norm(x, ord, dim, keepdim):
+    a = np.abs(x)
+    kw = dict(axis=dim, keepdims=keepdim)
+    if ord == 2:
+        return np.sqrt(np.sum(a * a, **kw))
+    if ord == math.inf:
+        return np.amax(a, **kw)
+    if ord == -math.inf:
+        return np.amin(a, **kw)
+    if ord == 0:
+        return np.sum(a != 0, **kw).astype(a.dtype)
+    if ord == 1:
+        return np.sum(a, **kw)
+    return np.sum(a ** ord, **kw) ** (1.0 / ord)
+
+
+def _vector_norm_dx(F, self, out, ord, dim, keepdim):
+    """d||x||_p / dx, with out already broadcast back: the rule is grad * this."""
+    if ord == 0:
+        return F.zeros_like(self)
+    if ord == 1:
+        return F.sign(self)
+    if abs(ord) == math.inf:
+        mask = F.abs(self) == out
+        return F.sign(self) * mask / F.sum(mask, dim, True)
+    safe = F.where(out == 0, 1.0, out)
+    if ord == 2:
+        return F.where(out == 0, 0.0, self / safe)
+    return F.where(out == 0, 0.0, F.sign(self) * (F.abs(self) / safe) ** (ord - 1))
+
+
+def _norm_vjp(F, g, self, out, ord, dim, keepdim):
+    outk = _unreduce(F, out, self.shape, dim, keepdim)
+    return _unreduce(F, g, self.shape, dim, keepdim) * _vector_norm_dx(F, self, outk, ord,
+                                                                        dim, keepdim)
+
+
+def _norm_jvp(F, t, self, out, ord, dim, keepdim):
+    outk = _unreduce(F, out, self.shape, dim, keepdim)
+    return F.sum(t * _vector_norm_dx(F, self, outk, ord, dim, keepdim), dim, keepdim)
+
+
+VECTOR_NORM = defop(
+    "linalg_vector_norm", _vector_norm, ("self",), attrs=("ord", "dim", "keepdim"),
+    vjp={"self": _norm_vjp}, jvp={"self": _norm_jvp},
+    math={"self": "grad_x = grad * sign(x) |x|^(p-1) / ||x||_p^(p-1)  (p=2: grad * x / ||x||; "
+                  "inf: shared by the largest |x_i|; 0 where ||x|| = 0)",
+          "out": "dy = sum(sign(x) |x|^(p-1) dx) / ||x||^(p-1)"},
+    source="derivative of (sum |x_i|^p)^(1/p); PyTorch's norm_backward conventions at zero",
+)
+
+
+# --- public functions ----------------------------------------------------------------
+
+
+@documented(SUM)
+def sum(input, dim=None, keepdim=False, *, dtype=None):
+    """Sum over ``dim`` (int, tuple, or None for all). Shape: the input's with ``dim``
+    removed (kept as 1 with ``keepdim``)."""
+    if dtype is not None:
+        from .elementwise import to_dtype
+
+        input = to_dtype(input, dtype)
+    return apply(SUM, (input,), (_dims(dim, _ndim(input)), bool(keepdim)))
+
+
+@documented(MEAN)
+def mean(input, dim=None, keepdim=False, *, dtype=None):
+    """Mean over ``dim`` (int, tuple, or None for all)."""
+    if dtype is not None:
+        from .elementwise import to_dtype
+
+        input = to_dtype(input, dtype)
+    return apply(MEAN, (input,), (_dims(dim, _ndim(input)), bool(keepdim)))
+
+
+@documented(PROD)
+def prod(input, dim=None, keepdim=False, *, dtype=None):
+    """Product over ``dim`` (an int, or None for all entries); zero entries are handled."""
+    if dtype is not None:
+        from .elementwise import to_dtype
+
+        input = to_dtype(input, dtype)
+    return apply(PROD, (input,), (_dims(dim, _ndim(input)), bool(keepdim)))
+
+
+@documented(AMAX)
+def amax(input, dim=(), keepdim=False):
+    """Largest value over ``dim`` (all dims by default); ties share the gradient."""
+    return apply(AMAX, (input,), (_dims(dim, _ndim(input)), bool(keepdim)))
+
+
+@documented(AMIN)
+def amin(input, dim=(), keepdim=False):
+    """Smallest value over ``dim`` (all dims by default); ties share the gradient."""
+    return apply(AMIN, (input,), (_dims(dim, _ndim(input)), bool(keepdim)))
+
+
+max_return = collections.namedtuple("max", ["values", "indices"])
+min_return = collections.namedtuple("min", ["values", "indices"])
+
+
+def _single_dim(dim, input, name):
+    if not isinstance(dim, (int, np.integer)):
+        raise TypeError(f"{name}: dim must be an int, got {type(dim).__name__}")
+    return _dims(dim, _ndim(input)) or (0,)
+
+
+@documented(MAX_DIM, AMAX)
+def max(input, dim=None, keepdim=False):
+    """``max(x)``: the largest entry (ties share the gradient, like ``amax``).
+    ``max(x, dim, keepdim=False)``: a ``(values, indices)`` named tuple; the gradient goes
+    to the returned index. ``max(x, other_tensor)``: elementwise ``maximum``."""
+    if isinstance(dim, Tensor):
+        from .elementwise import maximum
+
+        return maximum(input, dim)
+    if dim is None:
+        return amax(input)
+    values, indices = apply(MAX_DIM, (input,), (_single_dim(dim, input, "max"), bool(keepdim)))
+    return max_return(values, indices)
+
+
+@documented(MIN_DIM, AMIN)
+def min(input, dim=None, keepdim=False):
+    """``min(x)``, ``min(x, dim, keepdim)`` (values, indices) or ``min(x, other)``;
+    see :func:`max`."""
+    if isinstance(dim, Tensor):
+        from .elementwise import minimum
+
+        return minimum(input, dim)
+    if dim is None:
+        return amin(input)
+    values, indices = apply(MIN_DIM, (input,), (_single_dim(dim, input, "min"), bool(keepdim)))
+    return min_return(values, indices)
+
+
+def argmax(input, dim=None, keepdim=False):
+    """Index of the largest entry (flattened when ``dim`` is None); no gradient."""
+    from .._tensor import wrap
+
+    data = input._data if isinstance(input, Tensor) else np.asarray(input)
+    return wrap(np.argmax(data, axis=dim, keepdims=keepdim if dim is not None else False))
+
+
+def argmin(input, dim=None, keepdim=False):
+    """Index of the smallest entry (flattened when ``dim`` is None); no gradient."""
+    from .._tensor import wrap
+
+    data = input._data if isinstance(input, Tensor) else np.asarray(input)
+    return wrap(np.argmin(data, axis=dim, keepdims=keepdim if dim is not None else False))
+
+
+def _correction(correction, unbiased):
+    if unbiased is not None:
+        return 1 if unbiased else 0
+    return 1 if correction is None else correction
+
+
+@documented(VAR)
+def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """Variance over ``dim`` with ``correction`` (Bessel's, 1, by default; ``unbiased=False``
+    means 0)."""
+    return apply(VAR, (input,), (_dims(dim, _ndim(input)), _correction(correction, unbiased),
+                                 bool(keepdim)))
+
+
+@documented(STD)
+def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """Standard deviation over ``dim`` (see :func:`var`)."""
+    return apply(STD, (input,), (_dims(dim, _ndim(input)), _correction(correction, unbiased),
+                                 bool(keepdim)))
+
+
+@documented(LOGSUMEXP)
+def logsumexp(input, dim, keepdim=False):
+    """``log(sum(exp(x), dim))`` computed stably."""
+    return apply(LOGSUMEXP, (input,), (_dims(dim, _ndim(input)), bool(keepdim)))
+
+
+@documented(VECTOR_NORM)
+def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
+    """The p-norm ``(sum |x_i|^p)^(1/p)`` over ``dim`` (all entries when None); ``ord`` may be
+    any real number, ``inf`` or ``-inf`` (``0`` counts non-zeros and has zero gradient)."""
+    if dtype is not None:
+        from .elementwise import to_dtype
+
+        x = to_dtype(x, dtype)
+    return apply(VECTOR_NORM, (x,), (float(ord), _dims(dim, _ndim(x)), bool(keepdim)))
+
+
+def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
+    """``torch.norm``: ``p="fro"`` or a number gives :func:`vector_norm` over ``dim``
+    (all entries when None). Matrix norms (``"nuc"``) are in ``chainrule.linalg``."""
+    if p == "fro":
+        p = 2
+    if isinstance(p, str):
+        raise NotImplementedError(
+            f"norm: p={p!r} is a matrix norm; use chainrule.linalg.matrix_norm"
+        )
+    return vector_norm(input, p, dim, keepdim, dtype=dtype)

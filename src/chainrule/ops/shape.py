@@ -1,0 +1,251 @@
+"""Shape ops: reshape/view, flatten, transpose, t, permute, squeeze, unsqueeze, expand,
+broadcast_to, cat, stack, split, chunk.
+
+All are linear maps that only move entries, so each VJP moves the cotangent back (the
+inverse permutation, the inverse reshape, a split for a concatenation). ``expand``'s VJP
+is the identity: the engine sums the expanded dims away.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._dispatch import apply
+from .._table import defop, documented
+from .._tensor import Tensor
+
+__all__ = ["reshape", "view", "flatten", "transpose", "swapaxes", "t", "permute", "squeeze",
+           "unsqueeze", "expand", "broadcast_to", "cat", "concat", "concatenate", "stack",
+           "split", "chunk", "unbind", "movedim"]
+
+MOVES = "a linear map that only moves entries: its VJP moves the cotangent back"
+
+
+def _shape(x):
+    return x.shape if isinstance(x, Tensor) else np.shape(x)
+
+
+def _sizes(args):
+    """Accept ``f(2, 3)`` and ``f((2, 3))`` as PyTorch does."""
+    if len(args) == 1 and isinstance(args[0], (tuple, list)):
+        return tuple(int(a) for a in args[0])
+    return tuple(int(a) for a in args)
+
+
+RESHAPE = defop(
+    "reshape", np.reshape, ("self",), attrs=("shape",), view=True,
+    vjp={"self": lambda F, g, self_shape: F.reshape(g, self_shape)},
+    jvp={"self": lambda F, t, shape: F.reshape(t, shape)},
+    math={"self": "grad_x = reshape(grad, x.shape)", "out": "dy = reshape(dx, shape)"},
+    source=MOVES,
+)
+
+
+@documented(RESHAPE)
+def reshape(input, *shape):
+    """The same entries in a new ``shape`` (one entry may be -1). ValueError names both
+    shapes when the sizes differ."""
+    return apply(RESHAPE, (input,), (_sizes(shape),))
+
+
+view = reshape
+
+
+def flatten(input, start_dim=0, end_dim=-1):
+    """Merge dims ``start_dim..end_dim`` into one."""
+    shape = _shape(input)
+    if len(shape) == 0:
+        return reshape(input, (1,))
+    s, e = start_dim % len(shape), end_dim % len(shape)
+    return reshape(input, shape[:s] + (-1,) + shape[e + 1:])
+
+
+TRANSPOSE = defop(
+    "transpose", np.swapaxes, ("self",), attrs=("dim0", "dim1"), view=True,
+    vjp={"self": lambda F, g, dim0, dim1: F.transpose(g, dim0, dim1)},
+    jvp={"self": lambda F, t, dim0, dim1: F.transpose(t, dim0, dim1)},
+    math={"self": "grad_x = transpose(grad, dim0, dim1)", "out": "dy = transpose(dx)"},
+    source=MOVES,
+)
+
+
+@documented(TRANSPOSE)
+def transpose(input, dim0, dim1):
+    """Swap dims ``dim0`` and ``dim1`` (a view)."""
+    return apply(TRANSPOSE, (input,), (int(dim0), int(dim1)))
+
+
+swapaxes = transpose
+
+
+def t(input):
+    """Transpose of a tensor with at most 2 dims (0-D and 1-D are returned as they are)."""
+    nd = len(_shape(input))
+    if nd > 2:
+        raise ValueError(f"t: expects a tensor with <= 2 dimensions, got shape {_shape(input)}; "
+                         "use transpose(dim0, dim1) or .mT")
+    return transpose(input, 0, 1) if nd == 2 else reshape(input, _shape(input))
+
+
+PERMUTE = defop(
+    "permute", np.transpose, ("self",), attrs=("dims",), view=True,
+    vjp={"self": lambda F, g, dims: F.permute(g, tuple(np.argsort(dims)))},
+    jvp={"self": lambda F, t, dims: F.permute(t, dims)},
+    math={"self": "grad_x = permute(grad, inverse(dims))", "out": "dy = permute(dx, dims)"},
+    source=MOVES,
+)
+
+
+@documented(PERMUTE)
+def permute(input, *dims):
+    """Reorder the dims (a view); ``dims`` is a permutation of ``range(ndim)``."""
+    dims = _sizes(dims)
+    nd = len(_shape(input))
+    if len(dims) != nd or sorted(d % nd for d in dims) != list(range(nd)):
+        raise ValueError(f"permute: dims {dims} is not a permutation of the {nd} dims of a "
+                         f"tensor of shape {_shape(input)}")
+    return apply(PERMUTE, (input,), (tuple(d % nd for d in dims),))
+
+
+def movedim(input, source, destination):
+    """Move dim ``source`` to position ``destination``."""
+    nd = len(_shape(input))
+    order = [d for d in range(nd) if d != source % nd]
+    order.insert(destination % nd, source % nd)
+    return permute(input, order)
+
+
+def squeeze(input, dim=None):
+    """Remove dims of size 1 (all of them, or those in ``dim`` that have size 1)."""
+    shape = _shape(input)
+    if dim is None:
+        new = tuple(n for n in shape if n != 1)
+    else:
+        dims = {d % max(len(shape), 1) for d in ((dim,) if isinstance(dim, int) else dim)}
+        new = tuple(n for i, n in enumerate(shape) if not (i in dims and n == 1))
+    return reshape(input, new)
+
+
+def unsqueeze(input, dim):
+    """Insert a dim of size 1 at ``dim`` (``-1`` appends)."""
+    shape = _shape(input)
+    d = dim % (len(shape) + 1)
+    return reshape(input, shape[:d] + (1,) + shape[d:])
+
+
+EXPAND = defop(
+    "expand", np.broadcast_to, ("self",), attrs=("shape",), view=True,
+    vjp={"self": lambda F, g: g},
+    jvp={"self": lambda F, t, shape: F.expand(t, shape)},
+    math={"self": "grad_x = sum of grad over the expanded dims (done by the engine)",
+          "out": "dy = expand(dx)"},
+    source="broadcasting is a linear map; its transpose sums",
+)
+
+
+@documented(EXPAND)
+def expand(input, *sizes):
+    """Broadcast to ``sizes`` without copying; ``-1`` keeps a dim, new dims go in front."""
+    sizes = _sizes(sizes)
+    shape = _shape(input)
+    lead = len(sizes) - len(shape)
+    if lead < 0:
+        raise ValueError(f"expand: {len(sizes)} sizes given for a tensor of shape {shape}")
+    target = tuple(shape[i - lead] if s == -1 and i >= lead else s for i, s in enumerate(sizes))
+    return apply(EXPAND, (input,), (target,))
+
+
+def broadcast_to(input, shape):
+    """Broadcast to ``shape`` (NumPy rules) without copying."""
+    return apply(EXPAND, (input,), (tuple(shape),))
+
+
+def _split_back(F, g, needs, dim, sizes):
+    out = []
+    start = 0
+    for need, n in zip(needs, sizes):
+        out.append(g[(slice(None),) * dim + (slice(start, start + n),)] if need else None)
+        start += n
+    return out
+
+
+CAT = defop(
+    "cat", lambda xs, dim, sizes: np.concatenate(xs, axis=dim), ("tensors",),
+    attrs=("dim", "sizes"), variadic=True,
+    vjp={"tensors": _split_back},
+    math={"tensors": "grad_i = the slice of grad where tensor i was placed",
+          "out": "dy = cat(dx_i)"},
+    source=MOVES,
+)
+
+
+@documented(CAT)
+def cat(tensors, dim=0):
+    """Concatenate along an existing dim. Shapes must agree except along ``dim``."""
+    tensors = list(tensors)
+    if not tensors:
+        raise ValueError("cat: expected a non-empty sequence of tensors")
+    nd = len(_shape(tensors[0]))
+    if nd == 0:
+        raise ValueError("cat: zero-dimensional tensors cannot be concatenated; use stack")
+    d = dim % nd
+    sizes = tuple(_shape(x)[d] if len(_shape(x)) > d else 0 for x in tensors)
+    return apply(CAT, tensors, (d, sizes))
+
+
+concat = concatenate = cat
+
+
+def _unstack(F, g, needs, dim):
+    return [g[(slice(None),) * dim + (i,)] if need else None for i, need in enumerate(needs)]
+
+
+STACK = defop(
+    "stack", lambda xs, dim: np.stack(xs, axis=dim), ("tensors",), attrs=("dim",),
+    variadic=True,
+    vjp={"tensors": _unstack},
+    math={"tensors": "grad_i = grad selected at index i along dim", "out": "dy = stack(dx_i)"},
+    source=MOVES,
+)
+
+
+@documented(STACK)
+def stack(tensors, dim=0):
+    """Stack equal-shaped tensors along a new dim ``dim``."""
+    tensors = list(tensors)
+    if not tensors:
+        raise ValueError("stack: expected a non-empty sequence of tensors")
+    nd = len(_shape(tensors[0])) + 1
+    return apply(STACK, tensors, (dim % nd,))
+
+
+def split(tensor, split_size_or_sections, dim=0):
+    """Split into pieces of ``split_size`` (the last may be smaller) or of the listed sizes;
+    each piece is a view recorded by indexing."""
+    n = _shape(tensor)[dim]
+    if isinstance(split_size_or_sections, int):
+        size = split_size_or_sections
+        sizes = [min(size, n - s) for s in range(0, n, size)] or [0]
+    else:
+        sizes = list(split_size_or_sections)
+        if sum(sizes) != n:
+            raise ValueError(f"split: sizes {sizes} do not add up to {n} along dim {dim}")
+    d = dim % len(_shape(tensor))
+    out, start = [], 0
+    for s in sizes:
+        out.append(tensor[(slice(None),) * d + (slice(start, start + s),)])
+        start += s
+    return tuple(out)
+
+
+def chunk(input, chunks, dim=0):
+    """Split into ``chunks`` pieces of ``ceil(n / chunks)`` (the last may be smaller)."""
+    n = _shape(input)[dim]
+    size = -(-n // chunks)
+    return split(input, max(size, 1), dim)
+
+
+def unbind(input, dim=0):
+    """The slices along ``dim``, as a tuple."""
+    d = dim % len(_shape(input))
+    return tuple(input[(slice(None),) * d + (i,)] for i in range(_shape(input)[d]))
