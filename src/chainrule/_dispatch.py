@@ -1,7 +1,9 @@
 """``apply(op, inputs, attrs)``: the one hot path that runs a primitive and records its node.
 
 When no input requires grad, or grad mode is off, it only runs the forward kernel and wraps
-the result: no node is built and nothing is saved.
+the result: no node is built and nothing is saved. Unary and binary ops (nearly all calls)
+take unrolled paths; the per-op work is a handful of attribute reads and one tuple each for
+the edges and the input shapes.
 """
 
 from __future__ import annotations
@@ -9,11 +11,12 @@ from __future__ import annotations
 import numpy as np
 
 from . import _mode
-from ._node import OpNode, accumulator
+from ._node import MultiOpNode, OpNode, accumulator
 from ._tensor import Tensor
 
 _STATE = _mode.STATE
 _new = object.__new__
+_NO_EDGE = (None, 0)
 
 
 def _shape_of(x):
@@ -22,111 +25,139 @@ def _shape_of(x):
 
 def _forward_error(op, inputs, error):
     if op.variadic:
-        inputs = inputs[0] if len(inputs) == 1 else inputs
-    shapes = ", ".join(f"{n}={_shape_of(x)}" for n, x in zip(_arg_names(op, inputs), inputs))
+        names = [f"{op.inputs[0]}[{i}]" for i in range(len(inputs))]
+    else:
+        names = op.inputs
+    shapes = ", ".join(f"{n}={_shape_of(x)}" for n, x in zip(names, inputs))
     return type(error)(f"{op.name}: {error} (got {shapes})")
 
 
-def _arg_names(op, inputs):
-    if op.variadic:
-        return [f"{op.inputs[0]}[{i}]" for i in range(len(inputs))]
-    return op.inputs
-
-
-def apply(op, inputs, attrs=()):
-    """Run ``op`` on ``inputs`` (Tensors or constants) with non-tensor ``attrs``.
-
-    Returns a Tensor (a tuple of Tensors when the op has several outputs). Raises the
-    forward kernel's ValueError/IndexError re-worded to name the op and the input shapes.
-    """
-    datas = []
-    mask = 0
-    bit = 1
-    for x in inputs:
-        if isinstance(x, Tensor):
-            datas.append(x._data)
-            if x._requires_grad:
-                mask |= bit
-        else:
-            datas.append(x)
-        bit <<= 1
-    try:
-        out = op.forward(datas, *attrs) if op.variadic else op.forward(*datas, *attrs)
-    except (ValueError, IndexError, TypeError) as e:
-        raise _forward_error(op, inputs, e) from None
-    if mask and _STATE.enabled:
-        return _record(op, inputs, datas, attrs, out, mask)
-    if op.nout == 1:
-        t = _new(Tensor)
-        t._data = out
-        t._requires_grad = False
-        t._grad_fn = None
-        t._grad = None
-        t._vc = inputs[0]._vc if op.view else [0]
-        t._output_nr = 0
-        t._acc = None
-        t._extra = None
-        return t
-    return tuple(_output(o, None, i) for i, o in enumerate(out))
-
-
-def _output(data, node, nr, vc=None):
+def _output(data, node, nr, vc):
     t = _new(Tensor)
     t._data = data
     t._requires_grad = node is not None
     t._grad_fn = node
     t._grad = None
-    t._vc = [0] if vc is None else vc
+    t._vc = vc
     t._output_nr = nr
     t._acc = None
     t._extra = None
     return t
 
 
+def apply(op, inputs, attrs=()):
+    """Run ``op`` on ``inputs`` (Tensors or constants) with non-tensor ``attrs``.
+
+    Returns a Tensor (a tuple of Tensors when the op has several outputs). Raises the
+    forward kernel's ValueError/IndexError/TypeError re-worded to name the op and the input
+    shapes.
+    """
+    arity = op.arity
+    try:
+        if arity == 1:
+            x = inputs[0]
+            if isinstance(x, Tensor):
+                d = x._data
+                mask = x._requires_grad
+            else:
+                d, mask = x, 0
+            datas = (d,)
+            out = op.forward(d, *attrs)
+        elif arity == 2:
+            a, b = inputs
+            mask = 0
+            if isinstance(a, Tensor):
+                da = a._data
+                if a._requires_grad:
+                    mask = 1
+            else:
+                da = a
+            if isinstance(b, Tensor):
+                db = b._data
+                if b._requires_grad:
+                    mask |= 2
+            else:
+                db = b
+            datas = (da, db)
+            out = op.forward(da, db, *attrs)
+        else:
+            datas = []
+            mask = 0
+            bit = 1
+            for x in inputs:
+                if isinstance(x, Tensor):
+                    datas.append(x._data)
+                    if x._requires_grad:
+                        mask |= bit
+                else:
+                    datas.append(x)
+                bit <<= 1
+            out = op.forward(datas, *attrs) if op.variadic else op.forward(*datas, *attrs)
+    except (ValueError, IndexError, TypeError) as e:
+        raise _forward_error(op, inputs, e) from None
+    if mask and _STATE.enabled:
+        return _record(op, inputs, datas, attrs, out, int(mask))
+    if op.nout == 1:
+        return _output(out, None, 0, inputs[0]._vc if op.view else [0])
+    return tuple(_output(o, None, i, [0]) for i, o in enumerate(out))
+
+
+def _edge(x):
+    return (x._grad_fn or accumulator(x), x._output_nr)
+
+
 def _record(op, inputs, datas, attrs, out, mask):
     plan = op.plans.get(mask) or op.plan(mask)
-    node = _new(OpNode)
-    node.op = op
-    node.plan = plan
-    node.pre_hooks = None
-    edges = []
-    shapes = []
-    for x, d in zip(inputs, datas):
-        if isinstance(x, Tensor) and x._requires_grad:
-            edges.append((x._grad_fn or accumulator(x), x._output_nr))
-            shapes.append(d.shape)
+    arity = op.arity
+    if arity == 1:
+        x = inputs[0]
+        edges = ((x._grad_fn or accumulator(x), x._output_nr),)
+        shapes = (datas[0].shape,)
+    elif arity == 2:
+        a, b = inputs
+        if mask == 3:
+            edges = (_edge(a), _edge(b))
+            shapes = (datas[0].shape, datas[1].shape)
+        elif mask == 1:
+            edges = (_edge(a), _NO_EDGE)
+            shapes = (datas[0].shape, None)
         else:
-            edges.append((None, 0))
-            shapes.append(None)
-    node.next_functions = tuple(edges)
-    node.shapes = shapes
+            edges = (_NO_EDGE, _edge(b))
+            shapes = (None, datas[1].shape)
+    else:
+        edges = tuple(_edge(x) if isinstance(x, Tensor) and x._requires_grad else _NO_EDGE
+                      for x in inputs)
+        shapes = tuple(np.shape(d) if e[0] is not None else None for d, e in zip(datas, edges))
     if op.nout == 1:
-        result = _output(out, node, 0, inputs[0]._vc if op.view else None)
+        node = _new(OpNode)
+        result = _output(out, node, 0, inputs[0]._vc if op.view else [0])
         if op.view:
             result._extra = {"view_of": inputs[0]}
     else:
-        result = tuple(
-            _output(o, node if i in op.out_diff else None, i) for i, o in enumerate(out)
-        )
-    if plan.needs_saved:
-        if op.variadic:
-            pool = (datas, out, *attrs, shapes)
-        else:
-            pool = (*datas, out, *attrs, *shapes)
-        node.saved = plan.keep(pool)
-        node.checks = _checks(plan, op, inputs, result) if plan.tensor_slots else None
-    else:
+        node = _new(MultiOpNode)
+        node.nout = op.nout
+        result = tuple(_output(o, node if i in op.out_diff else None, i, [0])
+                       for i, o in enumerate(out))
+    node.op = op
+    node.plan = plan
+    node.next_functions = edges
+    node.shapes = shapes
+    node.pre_hooks = None
+    keep = plan.keep
+    if keep is None:
         node.saved = ()
         node.checks = None
+    else:
+        node.saved = keep(datas, out, attrs, shapes)
+        node.checks = _checks(plan.checks, inputs, result) if plan.checks else None
     return result
 
 
-def _checks(plan, op, inputs, result):
+def _checks(slots, inputs, result):
     """(saved index, version counter, version now) for each saved tensor input or output."""
-    n = len(op.inputs)
     checks = []
-    for k, slot in plan.tensor_slots:
-        src = inputs[slot] if slot < n else (result if op.nout == 1 else None)
+    for k, i in slots:
+        src = result if i < 0 else inputs[i]
         if isinstance(src, Tensor):
             checks.append((k, src._vc, src._vc[0]))
     return checks

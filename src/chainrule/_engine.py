@@ -81,58 +81,60 @@ def run_backward(roots, seeds, *, retain_graph=False, accumulate=True, capture=N
     accumulate : add into leaves' ``.grad`` (restricted to the AccumulateGrad nodes in
         ``only`` when given).
     capture : dict ``{(node, output_nr): slot}``; the full cotangent arriving there is stored
-        in the returned list at ``slot`` instead of (or before) going further.
+        in the returned list at ``slot``. With ``accumulate=False`` only the nodes between
+        the roots and the captured ones run.
+
+    A node's buffer is its cotangent (single-output nodes) or a list of them, ``None`` for
+    a zero that never arrived.
     """
     F = RAW
     root_nodes = list(dict.fromkeys(node for node, _ in roots))
     deps = _dependencies(root_nodes)
     buffers = {}
     for (node, nr), seed in zip(roots, seeds):
-        buf = buffers.get(node)
-        if buf is None:
-            buf = buffers[node] = [None] * node.nout
-        buf[nr] = seed if buf[nr] is None else buf[nr] + seed
+        _add(buffers, node, nr, seed)
     captured = [None] * (max(capture.values()) + 1 if capture else 0)
     capture_nodes = {node for node, _ in capture} if capture else ()
-    needed = _needed(root_nodes, capture_nodes) if capture is not None and not accumulate \
-        else None
+    needed = _needed(root_nodes, capture_nodes) if capture and not accumulate else None
     ready = [n for n in root_nodes if deps.get(n, 0) == 0]
+    pop = buffers.pop
     while ready:
         node = ready.pop()
-        grads = buffers.pop(node, None) or [None] * node.nout
+        g = pop(node, None)
+        if node.nout != 1 and g is None:
+            g = [None] * node.nout
         if node.pre_hooks:
-            _run_pre_hooks(node, grads)
+            g = _run_pre_hooks(node, g)
         if node in capture_nodes:
-            for nr, g in enumerate(grads):
-                slot = capture.get((node, nr))
-                if slot is not None and g is not None:
-                    captured[slot] = g
+            _capture(node, g, capture, captured)
         if type(node) is AccumulateGrad:
-            if accumulate and (only is None or node in only):
-                _accumulate(node.variable, grads[0])
+            if accumulate and g is not None and (only is None or node in only):
+                _accumulate(node.variable, g)
             continue
         if needed is not None and node not in needed:
             continue
-        if any(g is not None for g in grads):
-            input_grads = node._vjp(grads, F)
-        else:
+        if g is None or (node.nout != 1 and all(x is None for x in g)):
             input_grads = None
+        else:
+            input_grads = node._vjp(g, F)
         if not retain_graph:
             node._release()
-        edges = node.next_functions
         shapes = node.shapes
-        for i, (child, nr) in enumerate(edges):
+        i = -1
+        for child, nr in node.next_functions:
+            i += 1
             if child is None:
                 continue
-            g = input_grads[i] if input_grads is not None else None
-            if g is not None:
-                if g.shape != shapes[i]:
-                    g = sum_to(g, shapes[i])
-                buf = buffers.get(child)
-                if buf is None:
-                    buf = buffers[child] = [None] * child.nout
-                old = buf[nr]
-                buf[nr] = g if old is None else old + g
+            if input_grads is not None:
+                ig = input_grads[i]
+                if ig is not None:
+                    if ig.shape != shapes[i]:
+                        ig = sum_to(ig, shapes[i])
+                    if child.nout == 1:
+                        old = buffers.get(child)
+                        buffers[child] = ig if old is None else old + ig
+                    else:
+                        _add(buffers, child, nr, ig)
             count = deps[child] - 1
             deps[child] = count
             if count == 0:
@@ -140,7 +142,27 @@ def run_backward(roots, seeds, *, retain_graph=False, accumulate=True, capture=N
     return captured
 
 
-def _run_pre_hooks(node, grads):
+def _add(buffers, node, nr, g):
+    if node.nout == 1:
+        old = buffers.get(node)
+        buffers[node] = g if old is None else old + g
+        return
+    buf = buffers.get(node)
+    if buf is None:
+        buf = buffers[node] = [None] * node.nout
+    buf[nr] = g if buf[nr] is None else buf[nr] + g
+
+
+def _capture(node, g, capture, captured):
+    grads = [g] if node.nout == 1 else g
+    for nr, value in enumerate(grads):
+        slot = capture.get((node, nr))
+        if slot is not None and value is not None:
+            captured[slot] = value
+
+
+def _run_pre_hooks(node, g):
+    grads = [g] if node.nout == 1 else list(g)
     for nr, hooks in node.pre_hooks.items():
         for hook in list(hooks):
             if grads[nr] is None:
@@ -148,11 +170,10 @@ def _run_pre_hooks(node, grads):
             result = hook(wrap(grads[nr]))
             if result is not None:
                 grads[nr] = np.asarray(result._data if hasattr(result, "_data") else result)
+    return grads[0] if node.nout == 1 else grads
 
 
 def _accumulate(var, g):
-    if g is None:
-        return
     if var._grad is None:
         # A fresh, writable array of the leaf's dtype: never an alias of another buffer.
         var._grad = wrap(np.array(g, dtype=var._data.dtype))

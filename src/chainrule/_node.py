@@ -38,7 +38,11 @@ class _Handle:
 
 
 class Node:
-    """Base class of graph nodes."""
+    """Base class of graph nodes.
+
+    ``_vjp(g, F)`` receives the output cotangent (a list of them, ``None`` for zero, when
+    the node has several outputs) and returns one input cotangent per edge.
+    """
 
     __slots__ = ("next_functions", "shapes", "pre_hooks", "__weakref__")
     nout = 1
@@ -56,7 +60,7 @@ class Node:
         hooks.append(hook)
         return _Handle(hooks, hook)
 
-    def _vjp(self, grads, F):  # pragma: no cover - abstract
+    def _vjp(self, g, F):  # pragma: no cover - abstract
         raise NotImplementedError
 
     def _release(self):
@@ -71,10 +75,11 @@ class Node:
         from ._ns import RAW
 
         if len(grad_outputs) != self.nout:
-            raise TypeError(f"{self.name()} expects {self.nout} grad_outputs, got {len(grad_outputs)}")
+            raise TypeError(f"{self.name()} expects {self.nout} grad_outputs, "
+                            f"got {len(grad_outputs)}")
         grads = [None if g is None else np.asarray(g._data if isinstance(g, Tensor) else g)
                  for g in grad_outputs]
-        out = self._vjp(grads, RAW)
+        out = self._vjp(grads[0] if self.nout == 1 else grads, RAW)
         return tuple(None if g is None else wrap(np.asarray(g)) for g in out)
 
 
@@ -86,20 +91,18 @@ class OpNode(Node):
     def name(self):
         return self.op.node_name
 
-    def _vjp(self, grads, F):
-        op = self.op
-        plan = self.plan
+    def _vjp(self, g, F):
         saved = self.saved
         if saved is None:
             raise RuntimeError(FREED)
         if self.checks:
             self._check_versions()
-        g = grads[0] if op.nout == 1 else tuple(grads)
-        if op.variadic:
+        plan = self.plan
+        if self.op.variadic:
             rule, args = plan.rules[0]
             needs = [node is not None for node, _ in self.next_functions]
             return rule(F, g, needs, *args(saved))
-        return [None if r is None else r[0](F, g, *r[1](saved)) for r in plan.rules]
+        return plan.vjp(F, g, saved)
 
     def _check_versions(self):
         for k, vc, version in self.checks:
@@ -115,7 +118,7 @@ class OpNode(Node):
                 )
 
     def _release(self):
-        if self.plan.needs_saved:
+        if self.saved:
             self.saved = None
 
     def __getattr__(self, attr):
@@ -135,6 +138,15 @@ class OpNode(Node):
         raise AttributeError(f"{self.name()!r} object has no attribute {attr!r}")
 
 
+class MultiOpNode(OpNode):
+    """The node of a primitive with several outputs (its rules receive a tuple ``g``)."""
+
+    __slots__ = ("nout",)
+
+    def _vjp(self, g, F):
+        return OpNode._vjp(self, tuple(g), F)
+
+
 class AccumulateGrad(Node):
     """The node of a leaf: the engine adds the incoming cotangent into ``variable.grad``."""
 
@@ -146,7 +158,7 @@ class AccumulateGrad(Node):
         self.shapes = ()
         self.pre_hooks = None
 
-    def _vjp(self, grads, F):
+    def _vjp(self, g, F):
         return ()
 
 

@@ -55,15 +55,41 @@ def _getter(indices):
     return itemgetter(*indices)
 
 
-class Plan:
-    """What one op saves, and how each rule finds its arguments, for one requires-grad mask.
+def _caller(fn, indices):
+    """``call(F, g, saved)`` running one rule with its saved arguments (no per-call lookups)."""
+    if not indices:
+        return lambda F, g, saved: fn(F, g)
+    if len(indices) == 1:
+        (k,) = indices
+        return lambda F, g, saved: fn(F, g, saved[k])
+    get = itemgetter(*indices)
+    return lambda F, g, saved: fn(F, g, *get(saved))
 
-    ``keep`` maps the pool (inputs, out, attrs, input shapes) to the saved tuple;
-    ``rules[i]`` is ``(rule, args_getter)`` for input ``i`` or ``None`` when it needs no grad;
-    ``checks`` lists the saved pool slots that hold a tensor input or ``out`` (version checks).
+
+def _keeper(slots, variadic):
+    """``keep(datas, out, attrs, shapes) -> saved tuple`` for the wanted pool slots."""
+    if not slots:
+        return None
+    if variadic:
+        get = _getter(slots)
+        return lambda d, o, a, s: get((d, o, *a, s))
+    if len(slots) == 1:
+        (k,) = slots
+        return lambda d, o, a, s: ((*d, o, *a, *s)[k],)
+    get = itemgetter(*slots)
+    return lambda d, o, a, s: get((*d, o, *a, *s))
+
+
+class Plan:
+    """What one op saves, and how its VJP runs, for one requires-grad mask.
+
+    ``keep(datas, out, attrs, shapes)`` builds the saved tuple (``None``: nothing to save);
+    ``vjp(F, g, saved)`` returns one cotangent per input (``None`` where no grad is needed);
+    ``checks`` lists ``(saved index, input index or -1 for out)`` of saved tensors, whose
+    versions are checked before use.
     """
 
-    __slots__ = ("keep", "rules", "tensor_slots", "names", "needs_saved")
+    __slots__ = ("keep", "vjp", "rules", "checks", "names", "needs_saved")
 
     def __init__(self, op, mask):
         pool = op.pool
@@ -80,15 +106,33 @@ class Plan:
         self.names = tuple(wanted)
         self.needs_saved = bool(wanted)
         slots = [pool.index(w) for w in wanted]
-        self.keep = _getter(slots)
+        self.keep = _keeper(slots, op.variadic)
         self.rules = tuple(
             None if r is None else (r[0], _getter([wanted.index(p) for p in r[1]]))
             for r in per_input
         )
-        n_tensor_slots = len(op.inputs) + 1  # inputs, then out
-        self.tensor_slots = tuple(
-            (k, s) for k, s in enumerate(slots) if s < n_tensor_slots and not op.variadic
+        callers = [None if r is None else _caller(r[0], [wanted.index(p) for p in r[1]])
+                   for r in per_input]
+        self.vjp = _combine(callers)
+        n = len(op.inputs)
+        self.checks = () if op.variadic else tuple(
+            (k, s if s < n else -1) for k, s in enumerate(slots) if s <= n
         )
+
+
+def _combine(callers):
+    """One function computing all needed cotangents: ``vjp(F, g, saved) -> tuple``."""
+    if len(callers) == 1:
+        (c,) = callers
+        return lambda F, g, saved: (c(F, g, saved),)
+    if len(callers) == 2:
+        a, b = callers
+        if a is None:
+            return lambda F, g, saved: (None, b(F, g, saved))
+        if b is None:
+            return lambda F, g, saved: (a(F, g, saved), None)
+        return lambda F, g, saved: (a(F, g, saved), b(F, g, saved))
+    return lambda F, g, saved: tuple(None if c is None else c(F, g, saved) for c in callers)
 
 
 class Op:
@@ -97,6 +141,7 @@ class Op:
     __slots__ = (
         "name", "node_name", "forward", "inputs", "attrs", "vjp_rules", "jvp_rules",
         "math", "source", "nout", "out_diff", "view", "variadic", "pool", "plans", "doc",
+        "arity",
     )
 
     def plan(self, mask):
@@ -154,6 +199,7 @@ def defop(
     op.node_name = node_name or f"{_camel(name)}Backward0"
     op.forward = forward
     op.inputs = tuple(inputs)
+    op.arity = 0 if variadic else len(op.inputs)
     op.attrs = tuple(attrs)
     op.nout = nout
     op.out_diff = tuple(range(nout)) if out_diff is None else tuple(out_diff)

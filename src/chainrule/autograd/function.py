@@ -78,16 +78,14 @@ class FunctionCtx:
 class FunctionNode(Node):
     """The graph node of one ``Function.apply`` call (``<Name>Backward``)."""
 
-    __slots__ = ("fn", "ctx", "input_meta", "output_meta", "once")
+    __slots__ = ("fn", "ctx", "input_meta", "output_meta", "once", "nout")
 
     def name(self):
         return f"{self.fn.__name__}Backward"
 
-    @property
-    def nout(self):
-        return len(self.output_meta)
-
     def _vjp(self, grads, F):
+        if self.nout == 1:
+            grads = [grads]
         fn, ctx = self.fn, self.ctx
         if ctx._freed:
             raise RuntimeError(FREED)
@@ -232,6 +230,7 @@ class Function(metaclass=FunctionMeta):
             wrapped.append(t)
             meta.append((o.shape, o.dtype))
         node.output_meta = tuple(meta)
+        node.nout = len(meta)
         return wrapped[0] if single else tuple(wrapped)
 
 

@@ -117,7 +117,8 @@ WHERE = defop(
     jvp={"condition": lambda F, t: None,
          "self": lambda F, t, condition: F.where(condition, t, 0.0),
          "other": lambda F, t, condition: F.where(condition, 0.0, t)},
-    math={"self": "grad_x = where(c, grad, 0)", "other": "grad_y = where(c, 0, grad)",
+    math={"condition": "not differentiable (boolean)",
+          "self": "grad_x = where(c, grad, 0)", "other": "grad_y = where(c, 0, grad)",
           "out": "dz = where(c, dx, dy)"},
     source="selection is linear in each branch; the condition is not differentiable",
 )

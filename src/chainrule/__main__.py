@@ -1,0 +1,7 @@
+"""``python -m chainrule``: see :mod:`chainrule.cli`."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())
