@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from samples import SAMPLES
 
 import chainrule as cr
 from chainrule._ns import RAW, differentiable
 from chainrule.autograd import gradcheck
+from samples import SAMPLES
 
 
 def _ops_in_graph(outputs):

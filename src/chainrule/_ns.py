@@ -15,6 +15,10 @@ from types import SimpleNamespace
 import numpy as np
 from scipy import special
 
+from .ops.indexing import _index_put
+from .ops.matmul import _diagonal_scatter
+from .ops.nn import softmax_array
+
 
 def _prod_others(x, dim):
     """prod_{j != i} x_j along ``dim`` (all entries when None), exact with zeros."""
@@ -30,24 +34,6 @@ def _prod_others(x, dim):
     right = np.cumprod(np.concatenate([ones, flat[..., :0:-1]], axis=-1), axis=-1)[..., ::-1]
     out = (left * right).reshape(moved.shape)
     return np.moveaxis(out, tuple(range(x.ndim - len(dim), x.ndim)), dim)
-
-
-def _diagonal_scatter(x, src, offset, dim1, dim2):
-    from .ops.matmul import _diagonal_scatter as kernel
-
-    return kernel(x, src, offset, dim1, dim2)
-
-
-def _index_put(x, indices, values, accumulate):
-    from .ops.indexing import _index_put as kernel
-
-    return kernel(x, values, indices, accumulate)
-
-
-def _softmax(x, dim):
-    from .ops.nn import softmax_array
-
-    return softmax_array(x, dim)
 
 
 RAW = SimpleNamespace(
@@ -82,9 +68,10 @@ RAW = SimpleNamespace(
     diagonal_scatter=_diagonal_scatter,
     tril=np.tril,
     triu=np.triu,
-    index_put=_index_put,
+    index_put=lambda x, indices, values, accumulate: _index_put(x, values, indices,
+                                                                accumulate),
     einsum=lambda eq, *ops: np.einsum(eq, *ops, optimize=len(ops) > 2),
-    softmax=_softmax,
+    softmax=softmax_array,
 )
 
 

@@ -14,12 +14,17 @@ from __future__ import annotations
 
 import argparse
 
-from .demo import DEFAULT_EPOCHS
+from . import demo
+
+
+def _positive_int(text):
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
 
 
 def _cmd_demo(args):
-    from . import demo
-
     result = demo.run(epochs=args.epochs, quiet=args.quiet, examples=not args.no_examples)
     if args.quiet:
         print(f"accuracy {result['accuracy']:.4f}, gradcheck "
@@ -43,7 +48,7 @@ def build_parser():
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
-    demo = sub.add_parser(
+    p_demo = sub.add_parser(
         "demo",
         help="train an MLP on the digits data set, gradcheck it, run the examples",
         description="Train a 64-128-10 MLP on scikit-learn's digits (needs scikit-learn: "
@@ -51,13 +56,13 @@ def build_parser():
                     "parameters and run the custom autograd Function examples. Exits 1 "
                     "when the test accuracy is below 0.95 or a check fails.",
     )
-    demo.add_argument("--epochs", type=int, default=DEFAULT_EPOCHS,
-                      help=f"training epochs (default: {DEFAULT_EPOCHS})")
-    demo.add_argument("--quiet", action="store_true",
-                      help="print only a one-line result, no progress bar")
-    demo.add_argument("--no-examples", action="store_true",
-                      help="skip running the examples/ scripts")
-    demo.set_defaults(func=_cmd_demo)
+    p_demo.add_argument("--epochs", type=_positive_int, default=demo.DEFAULT_EPOCHS,
+                        help=f"training epochs (default: {demo.DEFAULT_EPOCHS})")
+    p_demo.add_argument("--quiet", action="store_true",
+                        help="print only a one-line result, no progress bar")
+    p_demo.add_argument("--no-examples", action="store_true",
+                        help="skip running the examples/ scripts")
+    p_demo.set_defaults(func=_cmd_demo)
     return parser
 
 

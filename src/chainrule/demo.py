@@ -286,7 +286,14 @@ def run(epochs=DEFAULT_EPOCHS, quiet=False, examples=True):
         ``losses`` (mean training loss per epoch), ``seconds`` (wall time) and ``ok``
         (accuracy >= :data:`ACCURACY_TARGET`, the model's gradcheck passed and every
         example behaved as expected).
+
+    Raises
+    ------
+    ValueError
+        ``epochs`` below 1.
     """
+    if epochs < 1:
+        raise ValueError(f"run: epochs must be at least 1, got {epochs}")
     t0 = time.perf_counter()
     cr.manual_seed(_SEED)
 

@@ -87,28 +87,23 @@ def _tie_split(F, a, b):
     return (a > b) + 0.5 * (a == b)
 
 
-MAXIMUM = defop(
-    "maximum", np.maximum, ("self", "other"),
-    vjp={"self": lambda F, g, self, other: g * _tie_split(F, self, other),
-         "other": lambda F, g, self, other: g * _tie_split(F, other, self)},
-    jvp={"self": lambda F, t, self, other: t * _tie_split(F, self, other),
-         "other": lambda F, t, self, other: t * _tie_split(F, other, self)},
-    math={"self": "grad_x = grad * ([x > y] + [x == y] / 2)",
-          "other": "grad_y = grad * ([y > x] + [x == y] / 2)",
-          "out": "dz = [x > y] dx + [y > x] dy (halves at ties)"},
-    source="subgradient of max(x, y); ties split evenly as in PyTorch",
-)
-MINIMUM = defop(
-    "minimum", np.minimum, ("self", "other"),
-    vjp={"self": lambda F, g, self, other: g * _tie_split(F, other, self),
-         "other": lambda F, g, self, other: g * _tie_split(F, self, other)},
-    jvp={"self": lambda F, t, self, other: t * _tie_split(F, other, self),
-         "other": lambda F, t, self, other: t * _tie_split(F, self, other)},
-    math={"self": "grad_x = grad * ([x < y] + [x == y] / 2)",
-          "other": "grad_y = grad * ([y < x] + [x == y] / 2)",
-          "out": "dz = [x < y] dx + [y < x] dy (halves at ties)"},
-    source="subgradient of min(x, y); ties split evenly as in PyTorch",
-)
+def _pick(name, kernel, word, first):
+    """maximum / minimum: ``first(a, b)`` orders the arguments so the winner comes first."""
+    return defop(
+        name, kernel, ("self", "other"),
+        vjp={"self": lambda F, g, self, other: g * _tie_split(F, *first(self, other)),
+             "other": lambda F, g, self, other: g * _tie_split(F, *first(other, self))},
+        jvp={"self": lambda F, t, self, other: t * _tie_split(F, *first(self, other)),
+             "other": lambda F, t, self, other: t * _tie_split(F, *first(other, self))},
+        math={"self": "grad_x = grad * ([x wins] + [x == y] / 2)",
+              "other": "grad_y = grad * ([y wins] + [x == y] / 2)",
+              "out": "dz = [x wins] dx + [y wins] dy (halves at ties)"},
+        source=f"subgradient of {word}(x, y); ties split evenly as in PyTorch",
+    )
+
+
+MAXIMUM = _pick("maximum", np.maximum, "max", lambda a, b: (a, b))
+MINIMUM = _pick("minimum", np.minimum, "min", lambda a, b: (b, a))
 WHERE = defop(
     "where", np.where, ("condition", "self", "other"),
     vjp={"condition": lambda F, g: None,

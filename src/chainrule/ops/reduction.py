@@ -114,28 +114,23 @@ def _select_mask(F, self, out, dim, keepdim):
     return mask / count
 
 
-AMAX = defop(
-    "amax", lambda x, dim, keepdim: np.amax(x, axis=dim, keepdims=keepdim), ("self",),
-    attrs=("dim", "keepdim"),
-    vjp={"self": lambda F, g, self, out, dim, keepdim:
-         _unreduce(F, g, self.shape, dim, keepdim) * _select_mask(F, self, out, dim, keepdim)},
-    jvp={"self": lambda F, t, self, out, dim, keepdim:
-         F.sum(t * _select_mask(F, self, out, dim, keepdim), dim, keepdim)},
-    math={"self": "grad_x = expand(grad) * [x == max] / #ties",
-          "out": "dy = mean of dx over the maximal entries"},
-    source="subgradient of max; ties share evenly (PyTorch's amax_backward)",
-)
-AMIN = defop(
-    "amin", lambda x, dim, keepdim: np.amin(x, axis=dim, keepdims=keepdim), ("self",),
-    attrs=("dim", "keepdim"),
-    vjp={"self": lambda F, g, self, out, dim, keepdim:
-         _unreduce(F, g, self.shape, dim, keepdim) * _select_mask(F, self, out, dim, keepdim)},
-    jvp={"self": lambda F, t, self, out, dim, keepdim:
-         F.sum(t * _select_mask(F, self, out, dim, keepdim), dim, keepdim)},
-    math={"self": "grad_x = expand(grad) * [x == min] / #ties",
-          "out": "dy = mean of dx over the minimal entries"},
-    source="subgradient of min; ties share evenly (PyTorch's amin_backward)",
-)
+def _extreme(name, kernel, word):
+    """amax / amin: the gradient goes to the extreme entries, shared evenly among ties."""
+    return defop(
+        name, lambda x, dim, keepdim: kernel(x, axis=dim, keepdims=keepdim), ("self",),
+        attrs=("dim", "keepdim"),
+        vjp={"self": lambda F, g, self, out, dim, keepdim: _unreduce(
+            F, g, self.shape, dim, keepdim) * _select_mask(F, self, out, dim, keepdim)},
+        jvp={"self": lambda F, t, self, out, dim, keepdim:
+             F.sum(t * _select_mask(F, self, out, dim, keepdim), dim, keepdim)},
+        math={"self": f"grad_x = expand(grad) * [x == {word}] / #ties",
+              "out": f"dy = mean of dx over the {word}imal entries"},
+        source=f"subgradient of {word}; ties share evenly (PyTorch's {name}_backward)",
+    )
+
+
+AMAX = _extreme("amax", np.amax, "max")
+AMIN = _extreme("amin", np.amin, "min")
 
 
 def _arg_reduce(argfn):
@@ -169,20 +164,20 @@ def _max_jvp(F, t, self_shape, out, dim, keepdim):
     return F.sum(t * _onehot(out[1], self_shape, dim, keepdim), dim, keepdim)
 
 
-MAX_DIM = defop(
-    "max", _arg_reduce(np.argmax), ("self",), attrs=("dim", "keepdim"), nout=2, out_diff=(0,),
-    vjp={"self": _max_vjp}, jvp={"self": _max_jvp},
-    math={"self": "grad_x = grad scattered to the argmax index along dim",
-          "out": "dvalues = dx at the argmax index"},
-    source="a selection: linear in x for fixed indices (PyTorch's value_selecting_reduction)",
-)
-MIN_DIM = defop(
-    "min", _arg_reduce(np.argmin), ("self",), attrs=("dim", "keepdim"), nout=2, out_diff=(0,),
-    vjp={"self": _max_vjp}, jvp={"self": _max_jvp},
-    math={"self": "grad_x = grad scattered to the argmin index along dim",
-          "out": "dvalues = dx at the argmin index"},
-    source="a selection: linear in x for fixed indices (PyTorch's value_selecting_reduction)",
-)
+def _value_selecting(name, argfn):
+    """max / min along a dim, returning (values, indices); the gradient goes to the index."""
+    return defop(
+        name, _arg_reduce(argfn), ("self",), attrs=("dim", "keepdim"), nout=2, out_diff=(0,),
+        vjp={"self": _max_vjp}, jvp={"self": _max_jvp},
+        math={"self": f"grad_x = grad scattered to the arg{name} index along dim",
+              "out": f"dvalues = dx at the arg{name} index"},
+        source="a selection: linear in x for fixed indices (PyTorch's "
+               "value_selecting_reduction_backward)",
+    )
+
+
+MAX_DIM = _value_selecting("max", np.argmax)
+MIN_DIM = _value_selecting("min", np.argmin)
 
 
 def _centered(F, self, dim):
