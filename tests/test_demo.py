@@ -101,7 +101,8 @@ def test_cli_demo_exit_status(capsys, monkeypatch):
     assert capsys.readouterr().out.rstrip().endswith(": FAILED")
 
 
-def test_cli_requires_a_command():
+@pytest.mark.parametrize("argv", [[], ["demo", "--epochs", "0"]])
+def test_cli_rejects_bad_arguments(argv, capsys):
     with pytest.raises(SystemExit) as exc:
-        cli.main([])
+        cli.main(argv)
     assert exc.value.code == 2

@@ -13,6 +13,7 @@ adding one (``check``, ``explain``) means adding a subparser and such a function
 from __future__ import annotations
 
 import argparse
+import sys
 
 from . import demo
 
@@ -25,7 +26,11 @@ def _positive_int(text):
 
 
 def _cmd_demo(args):
-    result = demo.run(epochs=args.epochs, quiet=args.quiet, examples=not args.no_examples)
+    try:
+        result = demo.run(epochs=args.epochs, quiet=args.quiet, examples=not args.no_examples)
+    except ImportError as err:
+        print(f"chainrule demo: {err}", file=sys.stderr)
+        return 1
     if args.quiet:
         print(f"accuracy {result['accuracy']:.4f}, gradcheck "
               f"{'passed' if result['gradcheck'] else 'FAILED'}: "

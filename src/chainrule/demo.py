@@ -72,9 +72,18 @@ def load_digits_split(seed=_SEED, dtype=np.float32):
         Features, pixel intensities divided by 16.
     y_train, y_test : ndarray of int64, shape (n,)
         Class labels 0-9.
+
+    Raises
+    ------
+    ImportError
+        scikit-learn is not installed.
     """
-    from sklearn.datasets import load_digits
-    from sklearn.model_selection import train_test_split
+    try:
+        from sklearn.datasets import load_digits
+        from sklearn.model_selection import train_test_split
+    except ImportError as err:
+        raise ImportError("the demo needs scikit-learn for its digits data set: "
+                          "pip install 'chainrule[demo]'") from err
 
     digits = load_digits()
     X = (digits.data / 16.0).astype(dtype)

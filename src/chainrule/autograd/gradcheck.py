@@ -103,8 +103,8 @@ def _describe(j, i, analytic, numerical, atol, rtol, out_shape, in_shape):
     if analytic.size <= 100:
         with np.printoptions(precision=4, suppress=True, linewidth=100):
             lines += ["  analytic (rows: output entries, columns: input entries):",
-                      "  " + str(analytic).replace("\n", "\n  "),
-                      "  numerical:", "  " + str(numerical).replace("\n", "\n  ")]
+                      "  " + str(analytic + 0.0).replace("\n", "\n  "),  # + 0.0: no "-0."
+                      "  numerical:", "  " + str(numerical + 0.0).replace("\n", "\n  ")]
     worst = (tuple(int(v) for v in out_idx), tuple(int(v) for v in in_idx),
              float(analytic[r, c]), float(numerical[r, c]))
     return "\n".join(lines), worst
