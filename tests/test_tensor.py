@@ -4,8 +4,6 @@ Expected values come from NumPy (chainrule follows NumPy's dtype rules) and from
 PyTorch semantics the API copies.
 """
 
-import threading
-
 import numpy as np
 import pytest
 
@@ -159,6 +157,15 @@ def test_detach_of_leaf_shares_memory_with_leaf():
     np.testing.assert_array_equal(np.asarray(x), [10.0, 2.0])
 
 
+def test_detach_of_0d_result_shares_memory():
+    x = cr.tensor([1.0, 2.0], requires_grad=True)
+    y = (x * x).sum()  # a 0-d result
+    d = y.detach()
+    d.add_(1.0)
+    assert y.item() == 6.0
+    assert d.item() == 6.0
+
+
 def test_numpy_raises_when_requires_grad():
     x = cr.tensor([1.0], requires_grad=True)
     with pytest.raises(RuntimeError, match="detach"):
@@ -175,6 +182,34 @@ def test_numpy_shares_memory():
     np.testing.assert_array_equal(t.numpy(), [1.0, 20.0, 3.0])
     t.add_(1.0)
     np.testing.assert_array_equal(a, [2.0, 21.0, 4.0])
+
+
+def test_numpy_of_0d_result_shares_memory():
+    s = cr.tensor([1.0, 2.0]).sum()
+    a = s.numpy()
+    a[...] = 5.0
+    assert s.item() == 5.0
+    assert np.shares_memory(s.numpy(), a)
+
+
+def test_integer_index_to_a_single_element_is_a_view():
+    # Basic indexing gives a view (as in PyTorch), also when it selects one element.
+    t = cr.tensor([1.0, 2.0, 3.0])
+    e = t[1]
+    assert e.shape == ()
+    e.add_(10.0)
+    assert t.tolist() == [1.0, 12.0, 3.0]
+    m = cr.tensor([[1.0, 2.0], [3.0, 4.0]])
+    m[1][0].mul_(0.0)
+    assert m.tolist() == [[1.0, 2.0], [0.0, 4.0]]
+
+
+def test_row_index_is_a_view():
+    m = cr.tensor([[1.0, 2.0], [3.0, 4.0]])
+    row = m[1]
+    row.mul_(0.0)
+    assert m.tolist() == [[1.0, 2.0], [0.0, 0.0]]
+    assert np.shares_memory(row.numpy(), m.numpy())
 
 
 def test_item_returns_python_scalars():
@@ -598,16 +633,3 @@ def test_ndarray_matmul_tensor():
     assert isinstance(r, cr.Tensor)
     np.testing.assert_allclose(r.numpy(), a @ t.numpy())
 
-
-def test_grad_mode_is_thread_local_for_tensor_creation():
-    results = {}
-
-    def worker():
-        x = cr.tensor([1.0], requires_grad=True)
-        results["requires_grad"] = (x * 2).requires_grad
-
-    with cr.no_grad():
-        th = threading.Thread(target=worker)
-        th.start()
-        th.join()
-    assert results["requires_grad"] is True

@@ -17,6 +17,8 @@ from ._tensor import Tensor
 _STATE = _mode.STATE
 _new = object.__new__
 _NO_EDGE = (None, 0)
+_ndarray = np.ndarray
+_asarray = np.asarray
 
 
 def _shape_of(x):
@@ -33,6 +35,8 @@ def _forward_error(op, inputs, error):
 
 
 def _output(data, node, nr, vc):
+    if data.__class__ is not _ndarray:  # NumPy returns scalars for 0-d results: keep arrays
+        data = _asarray(data)
     t = _new(Tensor)
     t._data = data
     t._requires_grad = node is not None
@@ -111,10 +115,16 @@ def _record(op, inputs, datas, attrs, out, mask):
     arity = op.arity
     if arity == 1:
         x = inputs[0]
+        if x._extra is not None:
+            refresh_view(x)
         edges = ((x._grad_fn or accumulator(x), x._output_nr),)
         shapes = (datas[0].shape,)
     elif arity == 2:
         a, b = inputs
+        if mask & 1 and a._extra is not None:
+            refresh_view(a)
+        if mask & 2 and b._extra is not None:
+            refresh_view(b)
         if mask == 3:
             edges = (_edge(a), _edge(b))
             shapes = (datas[0].shape, datas[1].shape)
@@ -125,6 +135,9 @@ def _record(op, inputs, datas, attrs, out, mask):
             edges = (_NO_EDGE, _edge(b))
             shapes = (None, datas[1].shape)
     else:
+        for x in inputs:
+            if isinstance(x, Tensor) and x._extra is not None:
+                refresh_view(x)
         edges = tuple(_edge(x) if isinstance(x, Tensor) and x._requires_grad else _NO_EDGE
                       for x in inputs)
         shapes = tuple(np.shape(d) if e[0] is not None else None for d, e in zip(datas, edges))
@@ -132,7 +145,7 @@ def _record(op, inputs, datas, attrs, out, mask):
         node = _new(OpNode)
         result = _output(out, node, 0, inputs[0]._vc if op.view else [0])
         if op.view:
-            result._extra = {"view_of": inputs[0]}
+            _mark_view(result, inputs[0], op, attrs)
     else:
         node = _new(MultiOpNode)
         node.nout = op.nout
@@ -161,3 +174,32 @@ def _checks(slots, inputs, result):
         if isinstance(src, Tensor):
             checks.append((k, src._vc, src._vc[0]))
     return checks
+
+
+def _mark_view(view, base, op, attrs):
+    """Remember how ``view`` was made from its root tensor, so its history can be rebuilt
+    when the root's history is rewritten by an in-place update (see refresh_view)."""
+    ex = base._extra
+    if ex is not None and "view_of" in ex:
+        root, path = ex["view_of"], ex["path"] + ((op, attrs),)
+    else:
+        root, path = base, ((op, attrs),)
+    view._extra = {"view_of": root, "root_fn": root._grad_fn, "path": path}
+
+
+def refresh_view(x):
+    """Rebuild the history of a view whose root was changed in place after it was made.
+
+    The view's data already shows the new values (it shares memory with the root); its
+    grad_fn still points into the root's old history. Replaying the view ops on the root
+    gives the history PyTorch would give it.
+    """
+    ex = x._extra
+    root = ex.get("view_of")
+    if root is None or root._grad_fn is ex["root_fn"]:
+        return
+    t = root
+    for op, attrs in ex["path"]:
+        t = apply(op, (t,), attrs)
+    x._grad_fn, x._output_nr, x._requires_grad = t._grad_fn, t._output_nr, t._requires_grad
+    ex["root_fn"] = root._grad_fn

@@ -22,9 +22,18 @@ def is_grad_enabled() -> bool:
 
 
 class _GradMode:
-    """Context manager and decorator that sets grad mode and restores it on exit."""
+    """Context manager and decorator that sets grad mode and restores it on exit.
+
+    Works as ``with no_grad():``, ``@no_grad()`` and bare ``@no_grad``.
+    """
 
     _mode = True
+
+    def __new__(cls, *args):
+        self = super().__new__(cls)
+        if len(args) == 1 and callable(args[0]) and cls is not set_grad_enabled:
+            return self(args[0])  # bare decorator: @no_grad
+        return self
 
     def __enter__(self):
         self._prev = STATE.enabled
@@ -77,3 +86,8 @@ class set_grad_enabled(_GradMode):
 
     def __enter__(self):
         return self
+
+    def __call__(self, fn):
+        # As a decorator it must not change the mode where the function is defined.
+        STATE.enabled = self._prev
+        return super().__call__(fn)

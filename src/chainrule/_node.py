@@ -167,5 +167,7 @@ def accumulator(t):
     acc = t._acc() if t._acc is not None else None
     if acc is None:
         acc = AccumulateGrad(t)
+        if t._extra is not None and t._extra.get("hooks"):
+            acc.pre_hooks = {0: t._extra["hooks"]}
         t._acc = weakref.ref(acc)
     return acc

@@ -201,7 +201,8 @@ class Tensor:
         def keep(grad):
             t = ref()
             if t is not None:
-                t._grad = grad.detach() if t._grad is None else wrap(t._grad._data + grad._data)
+                t._grad = (wrap(np.array(grad._data)) if t._grad is None
+                           else wrap(t._grad._data + grad._data))
             return None
 
         self._grad_fn._add_pre_hook(self._output_nr, keep)
@@ -218,9 +219,15 @@ class Tensor:
         if not self._requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         if self._grad_fn is None:
-            from ._node import accumulator
+            # Kept on the leaf itself: its AccumulateGrad node is rebuilt for each graph.
+            from ._node import _Handle, accumulator
 
-            return accumulator(self)._add_pre_hook(0, hook)
+            if self._extra is None or "hooks" not in self._extra:
+                self._extra_set("hooks", [])
+            hooks = self._extra["hooks"]
+            hooks.append(hook)
+            accumulator(self).pre_hooks = {0: hooks}
+            return _Handle(hooks, hook)
         return self._grad_fn._add_pre_hook(self._output_nr, hook)
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._dispatch import refresh_view
 from .._engine import run_backward
 from .._mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .._node import accumulator
@@ -60,6 +61,8 @@ def _roots(outputs, grad_outputs, create_graph):
                     f"Mismatch in shape: grad_output[{i}] has a shape of {tuple(seed.shape)} "
                     f"and output[{i}] has a shape of {tuple(out.shape)}."
                 )
+        if out._extra is not None:
+            refresh_view(out)
         node = out._grad_fn if out._grad_fn is not None else accumulator(out)
         roots.append((node, out._output_nr))
         seeds.append(seed)

@@ -223,6 +223,7 @@ class Function(metaclass=FunctionMeta):
                 continue
             diff = id(o) not in ctx._non_differentiable and o.dtype.kind == "f"
             t = wrap(o._data)
+            t._vc = o._vc  # one version counter: saving o and changing t in place is caught
             if diff:
                 t._requires_grad = True
                 t._grad_fn = node

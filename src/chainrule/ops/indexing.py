@@ -33,6 +33,8 @@ def normalize_index(index):
         if isinstance(i, bool) or not isinstance(i, _BASIC):
             basic = False
         out.append(i)
+    if basic and Ellipsis not in out:
+        out.append(Ellipsis)  # x[1, ...] is a 0-d view where x[1] would be a copied scalar
     return tuple(out), basic
 
 

@@ -1,0 +1,651 @@
+"""Custom ``autograd.Function`` and ``gradcheck``.
+
+Each Function's backward is the analytic VJP of its forward; the expected gradients are
+written out from the math.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import chainrule as cr
+from chainrule import autograd
+from chainrule.autograd import Function, GradcheckError, gradcheck
+
+
+def leaf(a, dtype=np.float64):
+    return cr.tensor(np.asarray(a, dtype=dtype), requires_grad=True)
+
+
+def arr(t):
+    return np.asarray(t)
+
+
+class MatVec(Function):
+    @staticmethod
+    def forward(ctx, A, x):
+        ctx.save_for_backward(A, x)
+        return A @ x
+
+    @staticmethod
+    def backward(ctx, grad):
+        A, x = ctx.saved_tensors
+        return cr.outer(grad, x), A.t() @ grad
+
+
+class Cube(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x * x
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * 3 * x * x
+
+
+A0 = np.array([[1.0, 2.0, -1.0], [0.5, -3.0, 2.0]])
+X0 = np.array([0.3, -0.7, 1.1])
+
+
+# --- basic use ---------------------------------------------------------------------------
+
+
+def test_function_forward_value_and_gradients():
+    A, x = leaf(A0), leaf(X0)
+    y = MatVec.apply(A, x)
+    np.testing.assert_allclose(arr(y), A0 @ X0)
+    u = np.array([2.0, -1.0])
+    y.backward(cr.tensor(u))
+    np.testing.assert_allclose(arr(A.grad), np.outer(u, X0))
+    np.testing.assert_allclose(arr(x.grad), A0.T @ u)
+
+
+def test_function_output_has_named_grad_fn():
+    A, x = leaf(A0), leaf(X0)
+    y = MatVec.apply(A, x)
+    assert y.grad_fn.name() == "MatVecBackward"
+    assert not y.is_leaf and y.requires_grad
+    assert Cube.apply(x).grad_fn.name() == "CubeBackward"
+    (na, _), (nx, _) = y.grad_fn.next_functions
+    assert na.variable is A and nx.variable is x
+
+
+def test_function_composes_with_builtin_ops():
+    x = leaf([0.5, -1.0, 2.0])
+    y = (Cube.apply(x.tanh()) * 2).sum()
+    y.backward()
+    t = np.tanh([0.5, -1.0, 2.0])
+    np.testing.assert_allclose(arr(x.grad), 2 * 3 * t**2 * (1 - t**2))
+
+
+def test_function_input_from_other_node_and_used_twice():
+    x = leaf([1.0, 2.0])
+    h = x * 2
+    y = (Cube.apply(h) + Cube.apply(h)).sum()
+    y.backward()
+    np.testing.assert_allclose(arr(x.grad), 2 * 3 * (2 * np.array([1.0, 2.0])) ** 2 * 2)
+
+
+def test_function_without_grad_inputs_builds_no_graph():
+    y = Cube.apply(cr.tensor([2.0]))
+    assert y.grad_fn is None and not y.requires_grad
+    np.testing.assert_allclose(arr(y), [8.0])
+    with cr.no_grad():
+        z = Cube.apply(leaf([2.0]))
+    assert z.grad_fn is None and not z.requires_grad
+
+
+def test_function_cannot_be_instantiated():
+    with pytest.raises(RuntimeError, match="apply"):
+        Cube()
+
+
+def test_grad_mode_is_off_inside_forward_and_backward():
+    seen = {}
+
+    class Probe(Function):
+        @staticmethod
+        def forward(ctx, x):
+            seen["forward"] = cr.is_grad_enabled()
+            inner = x * 2
+            seen["inner_requires_grad"] = inner.requires_grad
+            seen["inner_grad_fn"] = inner.grad_fn
+            return inner
+
+        @staticmethod
+        def backward(ctx, g):
+            seen["backward"] = cr.is_grad_enabled()
+            return g * 2
+
+    x = leaf([1.0])
+    y = Probe.apply(x)
+    assert seen["forward"] is False
+    assert seen["inner_requires_grad"] is False and seen["inner_grad_fn"] is None
+    assert cr.is_grad_enabled()
+    assert y.requires_grad and y.grad_fn.name() == "ProbeBackward"
+    y.sum().backward()
+    assert seen["backward"] is False
+    np.testing.assert_allclose(arr(x.grad), [2.0])
+
+
+def test_save_for_backward_and_saved_tensors():
+    saved = {}
+
+    class Mul(Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            ctx.save_for_backward(a, b, None)
+            return a * b
+
+        @staticmethod
+        def backward(ctx, g):
+            a, b, nothing = ctx.saved_tensors
+            saved["values"] = (arr(a).copy(), arr(b).copy(), nothing)
+            return g * b, g * a
+
+    a, b = leaf([1.0, 2.0]), leaf([3.0, 4.0])
+    Mul.apply(a, b).sum().backward()
+    np.testing.assert_array_equal(saved["values"][0], [1.0, 2.0])
+    np.testing.assert_array_equal(saved["values"][1], [3.0, 4.0])
+    assert saved["values"][2] is None
+    np.testing.assert_allclose(arr(a.grad), [3.0, 4.0])
+    np.testing.assert_allclose(arr(b.grad), [1.0, 2.0])
+
+
+def test_save_for_backward_rejects_non_tensors():
+    class Bad(Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(np.ones(2))
+            return x * 1
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    with pytest.raises(TypeError, match="save_for_backward"):
+        Bad.apply(leaf([1.0]))
+
+
+def test_saved_tensor_modified_inplace_raises_at_backward():
+    A, x = leaf(A0), cr.tensor(X0)
+    y = MatVec.apply(A, x)
+    x.add_(1.0)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+
+
+def test_saved_output_modified_inplace_raises_at_backward():
+    # PyTorch: "... which is output 0 of Exp, is at version 1; expected version 0".
+    class Exp(Function):
+        @staticmethod
+        def forward(ctx, x):
+            y = x.exp()
+            ctx.save_for_backward(y)
+            return y
+
+        @staticmethod
+        def backward(ctx, g):
+            (y,) = ctx.saved_tensors
+            return g * y
+
+    x = leaf([0.0, 1.0])
+    y = Exp.apply(x)
+    y.mul_(2.0)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+
+
+def test_saved_output_used_without_modification_gives_correct_grad():
+    class Exp(Function):
+        @staticmethod
+        def forward(ctx, x):
+            y = x.exp()
+            ctx.save_for_backward(y)
+            return y
+
+        @staticmethod
+        def backward(ctx, g):
+            (y,) = ctx.saved_tensors
+            return g * y
+
+    x = leaf([0.0, 1.0])
+    (Exp.apply(x) * 2.0).sum().backward()
+    np.testing.assert_allclose(arr(x.grad), 2 * np.exp([0.0, 1.0]))
+
+
+def test_function_backward_twice_needs_retain_graph():
+    x = leaf([1.0, 2.0])
+    y = Cube.apply(x).sum()
+    y.backward(retain_graph=True)
+    y.backward()
+    np.testing.assert_allclose(arr(x.grad), 2 * 3 * np.array([1.0, 4.0]))
+    with pytest.raises(RuntimeError, match="retain_graph=True"):
+        y.backward()
+
+
+def test_needs_input_grad():
+    seen = {}
+
+    class Probe(Function):
+        @staticmethod
+        def forward(ctx, a, b, k):
+            seen["forward"] = ctx.needs_input_grad
+            return a * b * k
+
+        @staticmethod
+        def backward(ctx, g):
+            seen["backward"] = ctx.needs_input_grad
+            return g, None, None
+
+    a = leaf([1.0])
+    b = cr.tensor([2.0])
+    Probe.apply(a, b, 3.0).sum().backward()
+    assert seen["forward"] == (True, False, False)
+    assert seen["backward"] == (True, False, False)
+
+
+def test_non_tensor_arguments_get_none_gradients():
+    class Scale(Function):
+        @staticmethod
+        def forward(ctx, x, factor, name):
+            ctx.factor = factor
+            assert name == "label"
+            return x * factor
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * ctx.factor, None, None
+
+    x = leaf([1.0, 2.0])
+    y = Scale.apply(x, 2.5, "label")
+    y.sum().backward()
+    np.testing.assert_allclose(arr(x.grad), [2.5, 2.5])
+
+
+def test_gradient_for_non_tensor_argument_raises():
+    class Scale(Function):
+        @staticmethod
+        def forward(ctx, x, factor):
+            return x * factor
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2, g.sum()
+
+    with pytest.raises(RuntimeError, match="input 1"):
+        Scale.apply(leaf([1.0]), 2.0).sum().backward()
+
+
+def test_none_gradient_for_input_that_requires_grad_gives_no_grad():
+    class FirstOnly(Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            return a + b
+
+        @staticmethod
+        def backward(ctx, g):
+            return g, None
+
+    a, b = leaf([1.0]), leaf([2.0])
+    FirstOnly.apply(a, b).sum().backward()
+    np.testing.assert_allclose(arr(a.grad), [1.0])
+    assert b.grad is None
+
+
+# --- several outputs, non-differentiable outputs, materialize_grads ---------------------
+
+
+class SinCos(Function):
+    received = []
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x.sin(), x.cos()
+
+    @staticmethod
+    def backward(ctx, gs, gc):
+        SinCos.received.append((gs, gc))
+        (x,) = ctx.saved_tensors
+        total = 0
+        if gs is not None:
+            total = total + gs * x.cos()
+        if gc is not None:
+            total = total - gc * x.sin()
+        return total
+
+
+def test_several_outputs_both_used():
+    x0 = np.array([0.2, 1.0])
+    x = leaf(x0)
+    s, c = SinCos.apply(x)
+    np.testing.assert_allclose(arr(s), np.sin(x0))
+    np.testing.assert_allclose(arr(c), np.cos(x0))
+    assert s.grad_fn is c.grad_fn
+    assert (s.output_nr, c.output_nr) == (0, 1)
+    (2 * s + 3 * c).sum().backward()
+    np.testing.assert_allclose(arr(x.grad), 2 * np.cos(x0) - 3 * np.sin(x0))
+
+
+def test_unused_output_gets_zeros_by_default():
+    SinCos.received.clear()
+    x = leaf([0.5])
+    s, _ = SinCos.apply(x)
+    s.sum().backward()
+    gs, gc = SinCos.received[-1]
+    assert isinstance(gc, cr.Tensor)
+    np.testing.assert_array_equal(arr(gc), [0.0])
+    np.testing.assert_allclose(arr(x.grad), np.cos([0.5]))
+
+
+def test_set_materialize_grads_false_passes_none_for_unused_outputs():
+    received = []
+
+    class SinCosLazy(Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.set_materialize_grads(False)
+            ctx.save_for_backward(x)
+            return x.sin(), x.cos()
+
+        @staticmethod
+        def backward(ctx, gs, gc):
+            received.append((gs, gc))
+            (x,) = ctx.saved_tensors
+            return -gc * x.sin()
+
+    x = leaf([0.5, 1.5])
+    _, c = SinCosLazy.apply(x)
+    c.sum().backward()
+    gs, gc = received[-1]
+    assert gs is None
+    np.testing.assert_array_equal(arr(gc), [1.0, 1.0])
+    np.testing.assert_allclose(arr(x.grad), -np.sin([0.5, 1.5]))
+
+
+def test_mark_non_differentiable():
+    class MaxWithIndex(Function):
+        @staticmethod
+        def forward(ctx, x):
+            i = x.argmax()
+            flag = x > 0
+            v = x.amax()
+            ctx.mark_non_differentiable(flag)
+            ctx.save_for_backward(x)
+            ctx.index = int(i.item())
+            return v, i, flag
+
+        @staticmethod
+        def backward(ctx, gv, gi, gflag):
+            (x,) = ctx.saved_tensors
+            grad = cr.zeros_like(x)
+            grad[ctx.index] = gv
+            return grad
+
+    x = leaf([0.5, -3.0, 2.0])
+    v, i, flag = MaxWithIndex.apply(x)
+    assert v.requires_grad and v.grad_fn.name() == "MaxWithIndexBackward"
+    assert not flag.requires_grad and flag.grad_fn is None
+    assert not i.requires_grad  # integer outputs never require grad
+    assert flag.tolist() == [True, False, True]
+    assert i.item() == 2
+    v.backward()
+    np.testing.assert_array_equal(arr(x.grad), [0.0, 0.0, 1.0])
+
+
+def test_mark_non_differentiable_float_output():
+    class Pair(Function):
+        @staticmethod
+        def forward(ctx, x):
+            a, b = x * 2, x * 3
+            ctx.mark_non_differentiable(b)
+            return a, b
+
+        @staticmethod
+        def backward(ctx, ga, gb):
+            return ga * 2
+
+    x = leaf([1.0])
+    a, b = Pair.apply(x)
+    assert a.requires_grad and not b.requires_grad
+    with pytest.raises(RuntimeError, match="does not require grad"):
+        b.sum().backward()
+
+
+# --- errors from backward -----------------------------------------------------------------
+
+
+def test_wrong_number_of_gradients_raises():
+    class MatVec(Function):  # noqa: F811 - same name on purpose: the message uses it
+        @staticmethod
+        def forward(ctx, A, x):
+            ctx.save_for_backward(A, x)
+            return A @ x
+
+        @staticmethod
+        def backward(ctx, grad):
+            A, x = ctx.saved_tensors
+            return A.t() @ grad
+
+    A, x = leaf(A0), leaf(X0)
+    y = MatVec.apply(A, x).sum()
+    with pytest.raises(RuntimeError) as info:
+        y.backward()
+    msg = str(info.value)
+    assert "MatVec.backward returned 1 gradient, expected 2" in msg
+    assert "one per input of forward" in msg
+    assert A.grad is None and x.grad is None
+
+
+def test_too_many_gradients_raises():
+    class Extra(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 1
+
+        @staticmethod
+        def backward(ctx, g):
+            return g, g, g
+
+    with pytest.raises(RuntimeError, match="Extra.backward returned 3 gradients, expected 1"):
+        Extra.apply(leaf([1.0])).sum().backward()
+
+
+def test_trailing_none_gradients_are_accepted():
+    class Trailing(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2, None
+
+    x = leaf([1.0])
+    Trailing.apply(x).sum().backward()
+    np.testing.assert_allclose(arr(x.grad), [2.0])
+
+
+def test_gradient_with_wrong_shape_raises():
+    class WrongShape(Function):
+        @staticmethod
+        def forward(ctx, A, x):
+            return A @ x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g, cr.ones(5)
+
+    A, x = leaf(A0), leaf(X0)
+    with pytest.raises(RuntimeError) as info:
+        WrongShape.apply(A, x).sum().backward()
+    msg = str(info.value)
+    assert "WrongShape" in msg
+    assert "input 0" in msg
+    assert "(2,)" in msg and "(2, 3)" in msg
+    assert A.grad is None and x.grad is None
+
+
+def test_gradient_with_wrong_shape_names_second_input():
+    class WrongShape2(Function):
+        @staticmethod
+        def forward(ctx, A, x):
+            return A @ x
+
+        @staticmethod
+        def backward(ctx, g):
+            return cr.outer(g, cr.ones(3)), cr.ones(4, 1)
+
+    with pytest.raises(RuntimeError) as info:
+        WrongShape2.apply(leaf(A0), leaf(X0)).sum().backward()
+    msg = str(info.value)
+    assert "WrongShape2" in msg and "input 1" in msg
+    assert "(4, 1)" in msg and "(3,)" in msg
+
+
+def test_non_tensor_gradient_raises():
+    class ReturnsArray(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return np.asarray(g) * 2
+
+    with pytest.raises(TypeError) as info:
+        ReturnsArray.apply(leaf([1.0, 2.0])).sum().backward()
+    msg = str(info.value)
+    assert "ReturnsArray" in msg and "input 0" in msg and "ndarray" in msg
+
+
+def test_forward_returning_non_tensor_raises():
+    class ReturnsList(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return [1.0, 2.0]
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    with pytest.raises(TypeError, match="ReturnsList"):
+        ReturnsList.apply(leaf([1.0]))
+
+
+def test_float32_gradient_keeps_input_dtype():
+    x = leaf([1.0, 2.0], dtype=np.float32)
+    Cube.apply(x).sum().backward()
+    assert x.grad.dtype == np.float32
+    np.testing.assert_allclose(arr(x.grad), [3.0, 12.0])
+
+
+def test_autograd_grad_through_function():
+    A, x = leaf(A0), leaf(X0)
+    y = MatVec.apply(A, x)
+    u = np.array([1.0, 3.0])
+    gA, gx = autograd.grad(y, [A, x], grad_outputs=cr.tensor(u))
+    np.testing.assert_allclose(arr(gA), np.outer(u, X0))
+    np.testing.assert_allclose(arr(gx), A0.T @ u)
+    assert A.grad is None
+
+
+# --- gradcheck -------------------------------------------------------------------------
+
+
+class BadCube(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x * x
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * 2 * x * x  # wrong: should be 3 x^2
+
+
+class BadMatVec(Function):
+    @staticmethod
+    def forward(ctx, A, x):
+        ctx.save_for_backward(A, x)
+        return A @ x
+
+    @staticmethod
+    def backward(ctx, grad):
+        A, x = ctx.saved_tensors
+        return cr.outer(grad, x), A.t() @ grad * 1.5  # wrong for x
+
+
+def test_gradcheck_passes_for_correct_functions():
+    assert gradcheck(MatVec.apply, (leaf(A0), leaf(X0))) is True
+    assert gradcheck(Cube.apply, (leaf([0.5, -1.0, 2.0]),)) is True
+    assert gradcheck(lambda x: SinCos.apply(x), (leaf([0.1, 0.7]),)) is True
+
+
+def test_gradcheck_with_non_differentiable_input():
+    assert gradcheck(MatVec.apply, (cr.tensor(A0), leaf(X0))) is True
+
+
+def test_gradcheck_raises_for_wrong_function():
+    with pytest.raises(GradcheckError) as info:
+        gradcheck(BadCube.apply, (leaf([0.5, -1.0, 2.0]),))
+    err = info.value
+    msg = str(err)
+    assert isinstance(err, RuntimeError)
+    assert "output 0" in msg and "input 0" in msg
+    assert "largest error" in msg
+    # The largest error is at x = 2: analytic 2 x^2 = 8, numerical 3 x^2 = 12.
+    assert err.output_index == 0 and err.input_index == 0
+    out_idx, in_idx, analytic, numerical = err.worst
+    assert out_idx == (2,) and in_idx == (2,)
+    np.testing.assert_allclose(analytic, 8.0)
+    np.testing.assert_allclose(numerical, 12.0, rtol=1e-6)
+
+
+def test_gradcheck_names_the_wrong_input():
+    with pytest.raises(GradcheckError) as info:
+        gradcheck(BadMatVec.apply, (leaf(A0), leaf(X0)))
+    assert info.value.input_index == 1
+    assert "input 1" in str(info.value)
+    # Analytic Jacobian wrt x is 1.5 A, numerical is A.
+    np.testing.assert_allclose(info.value.analytic, 1.5 * A0)
+    np.testing.assert_allclose(info.value.numerical, A0, atol=1e-6)
+
+
+def test_gradcheck_returns_false_without_raising():
+    assert gradcheck(BadCube.apply, (leaf([0.5, 2.0]),), raise_exception=False) is False
+
+
+def test_gradcheck_warns_for_float32_inputs():
+    with pytest.warns(UserWarning, match="float64"):
+        gradcheck(Cube.apply, (leaf([0.5, 1.0], dtype=np.float32),), eps=1e-3, atol=1e-2,
+                  rtol=1e-2)
+
+
+def test_gradcheck_does_not_warn_for_float64():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert gradcheck(Cube.apply, (leaf([0.5, 1.0]),))
+
+
+def test_gradcheck_without_grad_inputs_raises():
+    with pytest.raises(ValueError, match="requires grad"):
+        gradcheck(Cube.apply, (cr.tensor([1.0]),))
+
+
+def test_gradcheck_leaves_inputs_and_grads_untouched():
+    x = leaf([0.5, -1.0])
+    gradcheck(Cube.apply, (x,))
+    np.testing.assert_array_equal(arr(x), [0.5, -1.0])
+    assert x.grad is None
+
+
+def test_gradcheck_of_builtin_composite():
+    a = leaf(np.array([[0.3, -0.2], [0.5, 1.0]]))
+    b = leaf(np.array([0.7, -0.4]))
+    assert gradcheck(lambda p, q: (cr.tanh(p @ q) * q).exp(), (a, b))
