@@ -23,6 +23,11 @@ import tracemalloc  # noqa: E402
 
 import numpy as np  # noqa: E402
 
+try:  # Unix only; for the page-fault column
+    import resource
+except ImportError:
+    resource = None
+
 import chainrule as cr  # noqa: E402
 
 try:
@@ -100,19 +105,28 @@ def torch_step(params, X, y):
 
 # --- measurement --------------------------------------------------------------------------
 
+def minor_faults():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt if resource else 0
+
+
 def median_ms(steps):
-    """Median ms per call of each ``name -> step()``, the steps interleaved round-robin in
-    every repeat so that machine noise hits all columns alike."""
+    """Median ms per call of each ``name -> step()`` and its mean minor page faults per call,
+    the steps interleaved round-robin in every repeat so that machine noise hits all columns
+    alike. Many faults per step mean the allocator hands memory back to the OS and touches
+    fresh pages every step (glibc heap trimming), which costs whole milliseconds here."""
     for _ in range(WARMUP):
         for step in steps.values():
             step()
     times = {name: [] for name in steps}
+    faults = dict.fromkeys(steps, 0)
     for _ in range(REPEATS):
         for name, step in steps.items():
-            t0 = time.perf_counter()
+            f0, t0 = minor_faults(), time.perf_counter()
             step()
             times[name].append(time.perf_counter() - t0)
-    return {name: statistics.median(t) * 1e3 for name, t in times.items()}
+            faults[name] += minor_faults() - f0
+    return ({name: statistics.median(t) * 1e3 for name, t in times.items()},
+            {name: f / REPEATS for name, f in faults.items()})
 
 
 def peak_mib(step):
@@ -150,17 +164,19 @@ def main():
         th_params = [torch.tensor(p, requires_grad=True) for p in init_params()]
         tX, ty = torch.from_numpy(X), torch.from_numpy(y)
         steps["PyTorch"] = lambda: torch_step(th_params, tX, ty)
-    ms = median_ms(steps)
+    ms, faults = median_ms(steps)
     mib = {name: peak_mib(step) for name, step in steps.items() if name != "PyTorch"}
 
     print(f"\nMLP {'-'.join(map(str, SIZES))}, batch {N}, float32: forward + backward + SGD "
           f"update, median of {REPEATS}")
-    print(f"{'':<16} | {'ms / step':>20} | {'peak MiB (tracemalloc)':>22}")
-    print(f"{'-' * 16}-+-{'-' * 20}-+-{'-' * 22}")
+    print(f"{'':<16} | {'ms / step':>20} | {'peak MiB (tracemalloc)':>22} | "
+          f"{'page faults / step':>18}")
+    print(f"{'-' * 16}-+-{'-' * 20}-+-{'-' * 22}-+-{'-' * 18}")
     for name in ("chainrule", "NumPy (by hand)", "PyTorch"):
         ms_cell = f"{ms[name]:.2f}" if name in ms else "torch not installed"
         mib_cell = f"{mib[name]:.1f}" if name in mib else "n/a"
-        print(f"{name:<16} | {ms_cell:>20} | {mib_cell:>22}")
+        flt_cell = f"{faults[name]:.0f}" if name in faults and resource else "n/a"
+        print(f"{name:<16} | {ms_cell:>20} | {mib_cell:>22} | {flt_cell:>18}")
 
     ratio = ms["chainrule"] / ms["NumPy (by hand)"]
     verdict = "met" if ratio <= TARGET else "NOT met"
