@@ -1,9 +1,11 @@
-"""``apply(op, inputs, attrs)``: the one hot path that runs a primitive and records its node.
+"""The hot path: running a primitive and recording its node.
 
-When no input requires grad, or grad mode is off, it only runs the forward kernel and wraps
-the result: no node is built and nothing is saved. Unary and binary ops (nearly all calls)
-take unrolled paths; the per-op work is a handful of attribute reads and one tuple each for
-the edges and the input shapes.
+Every op gets its own call function at declaration time (``op.call``, built by
+:func:`make_call` for its arity), so ``x * y`` is one Python call to the forward kernel and,
+when something requires grad, one more to record the node. When no input requires grad, or
+grad mode is off, no node is built and nothing is saved.
+
+``apply(op, inputs, attrs)`` is the generic entry point used by the public functions.
 """
 
 from __future__ import annotations
@@ -19,6 +21,19 @@ _new = object.__new__
 _NO_EDGE = (None, 0)
 _ndarray = np.ndarray
 _asarray = np.asarray
+_FORWARD_ERRORS = (ValueError, IndexError, TypeError)
+
+
+def apply(op, inputs, attrs=()):
+    """Run ``op`` on ``inputs`` (Tensors or constants) with non-tensor ``attrs``.
+
+    Returns a Tensor (a tuple of Tensors when the op has several outputs). Raises the
+    forward kernel's ValueError/IndexError/TypeError re-worded to name the op and the input
+    shapes.
+    """
+    if op.variadic:
+        return op.call(inputs, *attrs)
+    return op.call(*inputs, *attrs)
 
 
 def _shape_of(x):
@@ -49,26 +64,40 @@ def _output(data, node, nr, vc):
     return t
 
 
-def apply(op, inputs, attrs=()):
-    """Run ``op`` on ``inputs`` (Tensors or constants) with non-tensor ``attrs``.
+def _plain(op, out, vc):
+    """Outputs of a call that records nothing."""
+    if op.nout == 1:
+        return _output(out, None, 0, vc)
+    return tuple(_output(o, None, i, [0]) for i, o in enumerate(out))
 
-    Returns a Tensor (a tuple of Tensors when the op has several outputs). Raises the
-    forward kernel's ValueError/IndexError/TypeError re-worded to name the op and the input
-    shapes.
-    """
-    arity = op.arity
-    try:
-        if arity == 1:
-            x = inputs[0]
+
+def make_call(op):
+    """The call function of ``op``: unrolled for unary and binary ops."""
+    forward = op.forward
+    view = op.view
+    single = op.nout == 1 and not view
+
+    if op.arity == 1:
+        def call(x, *attrs):
             if isinstance(x, Tensor):
                 d = x._data
-                mask = x._requires_grad
-            else:
-                d, mask = x, 0
-            datas = (d,)
-            out = op.forward(d, *attrs)
-        elif arity == 2:
-            a, b = inputs
+                try:
+                    out = forward(d, *attrs)
+                except _FORWARD_ERRORS as e:
+                    raise _forward_error(op, (x,), e) from None
+                if x._requires_grad and _STATE.enabled:
+                    return _record(op, (x,), (d,), attrs, out, 1)
+                if single:
+                    return _output(out, None, 0, [0])
+                return _plain(op, out, x._vc if view else [0])
+            try:
+                out = forward(x, *attrs)
+            except _FORWARD_ERRORS as e:
+                raise _forward_error(op, (x,), e) from None
+            return _plain(op, out, [0])
+
+    elif op.arity == 2:
+        def call(a, b, *attrs):
             mask = 0
             if isinstance(a, Tensor):
                 da = a._data
@@ -82,9 +111,22 @@ def apply(op, inputs, attrs=()):
                     mask |= 2
             else:
                 db = b
-            datas = (da, db)
-            out = op.forward(da, db, *attrs)
-        else:
+            try:
+                out = forward(da, db, *attrs)
+            except _FORWARD_ERRORS as e:
+                raise _forward_error(op, (a, b), e) from None
+            if mask and _STATE.enabled:
+                return _record(op, (a, b), (da, db), attrs, out, mask)
+            if single:
+                return _output(out, None, 0, [0])
+            return _plain(op, out, a._vc if view else [0])
+
+    else:
+        def call(*args):
+            if op.variadic:
+                inputs, attrs = list(args[0]), args[1:]
+            else:
+                inputs, attrs = args[:len(op.inputs)], args[len(op.inputs):]
             datas = []
             mask = 0
             bit = 1
@@ -96,22 +138,28 @@ def apply(op, inputs, attrs=()):
                 else:
                     datas.append(x)
                 bit <<= 1
-            out = op.forward(datas, *attrs) if op.variadic else op.forward(*datas, *attrs)
-    except (ValueError, IndexError, TypeError) as e:
-        raise _forward_error(op, inputs, e) from None
-    if mask and _STATE.enabled:
-        return _record(op, inputs, datas, attrs, out, int(mask))
-    if op.nout == 1:
-        return _output(out, None, 0, inputs[0]._vc if op.view else [0])
-    return tuple(_output(o, None, i, [0]) for i, o in enumerate(out))
+            try:
+                out = forward(datas, *attrs) if op.variadic else forward(*datas, *attrs)
+            except _FORWARD_ERRORS as e:
+                raise _forward_error(op, inputs, e) from None
+            if mask and _STATE.enabled:
+                return _record(op, inputs, datas, attrs, out, mask)
+            return _plain(op, out, inputs[0]._vc if view else [0])
+
+    call.__name__ = call.__qualname__ = op.name
+    return call
 
 
 def _edge(x):
+    if x._extra is not None:
+        refresh_view(x)
     return (x._grad_fn or accumulator(x), x._output_nr)
 
 
 def _record(op, inputs, datas, attrs, out, mask):
-    plan = op.plans.get(mask) or op.plan(mask)
+    if op.variadic:
+        mask = 1
+    plan = op.plans[mask] or op.plan(mask)
     arity = op.arity
     if arity == 1:
         x = inputs[0]
@@ -121,37 +169,45 @@ def _record(op, inputs, datas, attrs, out, mask):
         shapes = (datas[0].shape,)
     elif arity == 2:
         a, b = inputs
-        if mask & 1 and a._extra is not None:
-            refresh_view(a)
-        if mask & 2 and b._extra is not None:
-            refresh_view(b)
         if mask == 3:
             edges = (_edge(a), _edge(b))
             shapes = (datas[0].shape, datas[1].shape)
         elif mask == 1:
-            edges = (_edge(a), _NO_EDGE)
+            if a._extra is not None:
+                refresh_view(a)
+            edges = ((a._grad_fn or accumulator(a), a._output_nr), _NO_EDGE)
             shapes = (datas[0].shape, None)
         else:
-            edges = (_NO_EDGE, _edge(b))
+            if b._extra is not None:
+                refresh_view(b)
+            edges = (_NO_EDGE, (b._grad_fn or accumulator(b), b._output_nr))
             shapes = (None, datas[1].shape)
     else:
-        for x in inputs:
-            if isinstance(x, Tensor) and x._extra is not None:
-                refresh_view(x)
         edges = tuple(_edge(x) if isinstance(x, Tensor) and x._requires_grad else _NO_EDGE
                       for x in inputs)
         shapes = tuple(np.shape(d) if e[0] is not None else None for d, e in zip(datas, edges))
     if op.nout == 1:
         node = _new(OpNode)
-        result = _output(out, node, 0, inputs[0]._vc if op.view else [0])
         if op.view:
+            result = _output(out, node, 0, inputs[0]._vc)
             _mark_view(result, inputs[0], op, attrs)
+        else:
+            if out.__class__ is not _ndarray:
+                out = _asarray(out)
+            result = _new(Tensor)
+            result._data = out
+            result._requires_grad = True
+            result._grad_fn = node
+            result._grad = None
+            result._vc = [0]
+            result._output_nr = 0
+            result._acc = None
+            result._extra = None
     else:
         node = _new(MultiOpNode)
         node.nout = op.nout
         result = tuple(_output(o, node if i in op.out_diff else None, i, [0])
                        for i, o in enumerate(out))
-    node.op = op
     node.plan = plan
     node.next_functions = edges
     node.shapes = shapes
@@ -160,9 +216,17 @@ def _record(op, inputs, datas, attrs, out, mask):
     if keep is None:
         node.saved = ()
         node.checks = None
+        return result
+    node.saved = keep(datas, out, attrs, shapes)
+    checks = plan.checks
+    if not checks:
+        node.checks = None
+    elif len(checks) == 1:
+        k, i = checks[0]
+        src = result if i < 0 else inputs[i]
+        node.checks = ((k, src._vc, src._vc[0]),) if isinstance(src, Tensor) else None
     else:
-        node.saved = keep(datas, out, attrs, shapes)
-        node.checks = _checks(plan.checks, inputs, result) if plan.checks else None
+        node.checks = _checks(checks, inputs, result)
     return result
 
 

@@ -15,36 +15,42 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._node import AccumulateGrad
+from ._node import AccumulateGrad, MultiOpNode, OpNode
 from ._ns import RAW
 from ._tensor import wrap
 
 
 def sum_to(g, shape):
-    """Sum ``g`` over the axes that broadcasting added or stretched, giving ``shape``."""
+    """Sum ``g`` over the axes that broadcasting added or stretched, giving ``shape``.
+
+    The result is a fresh array (never a view of ``g``) unless no sum was needed.
+    """
     if g.shape == shape:
         return g
     lead = g.ndim - len(shape)
-    axes = tuple(range(lead)) + tuple(
-        lead + i for i, n in enumerate(shape) if n == 1 and g.shape[lead + i] != 1
-    )
-    g = g.sum(axis=axes, keepdims=True) if axes else g
-    return g.reshape(shape) if lead else g
+    if lead:
+        g = g.sum(axis=tuple(range(lead)))
+    stretched = tuple(i for i, n in enumerate(shape) if n == 1 and g.shape[i] != 1)
+    return g.sum(axis=stretched, keepdims=True) if stretched else g
 
 
 def _dependencies(roots):
+    """For each node reachable from ``roots``: the number of edges pointing at it."""
     deps = {}
-    seen = set(roots)
+    get = deps.get
+    root_set = set(roots)
     stack = list(roots)
+    push, pop = stack.append, stack.pop
     while stack:
-        node = stack.pop()
-        for child, _ in node.next_functions:
-            if child is None:
-                continue
-            deps[child] = deps.get(child, 0) + 1
-            if child not in seen:
-                seen.add(child)
-                stack.append(child)
+        for child, _ in pop().next_functions:
+            if child is not None:
+                count = get(child)
+                if count is None:
+                    deps[child] = 1
+                    if child not in root_set:  # roots are already on the stack
+                        push(child)
+                else:
+                    deps[child] = count + 1
     return deps
 
 
@@ -98,27 +104,44 @@ def run_backward(roots, seeds, *, retain_graph=False, accumulate=True, capture=N
     needed = _needed(root_nodes, capture_nodes) if capture and not accumulate else None
     ready = [n for n in root_nodes if deps.get(n, 0) == 0]
     pop = buffers.pop
+    # Leaves whose buffered cotangent is a fresh array made by this walk (a rule's result
+    # or a sum): it can become .grad without a copy. Anything else may alias a buffer the
+    # user or another leaf holds, and is copied.
+    fresh = set()
+    take = ready.pop
+    make_ready = ready.append
+    get = buffers.get
     while ready:
-        node = ready.pop()
+        node = take()
         g = pop(node, None)
-        if node.nout != 1 and g is None:
-            g = [None] * node.nout
-        if node.pre_hooks:
-            g = _run_pre_hooks(node, g)
-        if node in capture_nodes:
-            _capture(node, g, capture, captured)
-        if type(node) is AccumulateGrad:
+        if node.pre_hooks or node in capture_nodes:
+            g = _hooks_and_capture(node, g, capture_nodes, capture, captured)
+        if type(node) is OpNode:  # the common case, kept short
+            if needed is not None and node not in needed:
+                continue
+            saved = node.saved
+            if g is None:
+                input_grads = None
+            elif node.checks is None and saved is not None and not node.plan.variadic:
+                input_grads = node.plan.vjp(F, g, saved)  # OpNode._vjp, inlined
+            else:
+                input_grads = node._vjp(g, F)
+            if saved and not retain_graph:
+                node.saved = None
+            is_op = True
+        elif type(node) is AccumulateGrad:
             if accumulate and g is not None and (only is None or node in only):
-                _accumulate(node.variable, g)
+                _accumulate(node.variable, g, node in fresh)
             continue
-        if needed is not None and node not in needed:
-            continue
-        if g is None or (node.nout != 1 and all(x is None for x in g)):
-            input_grads = None
-        else:
-            input_grads = node._vjp(g, F)
-        if not retain_graph:
-            node._release()
+        else:  # several outputs, or a custom Function
+            if needed is not None and node not in needed:
+                continue
+            if g is None:
+                g = [None] * node.nout
+            input_grads = None if all(x is None for x in g) else node._vjp(g, F)
+            if not retain_graph:
+                node._release()
+            is_op = type(node) is MultiOpNode
         shapes = node.shapes
         i = -1
         for child, nr in node.next_functions:
@@ -131,14 +154,21 @@ def run_backward(roots, seeds, *, retain_graph=False, accumulate=True, capture=N
                     if ig.shape != shapes[i]:
                         ig = sum_to(ig, shapes[i])
                     if child.nout == 1:
-                        old = buffers.get(child)
-                        buffers[child] = ig if old is None else old + ig
+                        old = get(child)
+                        if old is None:
+                            buffers[child] = ig
+                            if type(child) is AccumulateGrad and is_op and ig is not g \
+                                    and ig.base is None:
+                                fresh.add(child)
+                        else:
+                            buffers[child] = old + ig
+                            fresh.add(child)
                     else:
                         _add(buffers, child, nr, ig)
             count = deps[child] - 1
             deps[child] = count
             if count == 0:
-                ready.append(child)
+                make_ready(child)
     return captured
 
 
@@ -151,6 +181,16 @@ def _add(buffers, node, nr, g):
     if buf is None:
         buf = buffers[node] = [None] * node.nout
     buf[nr] = g if buf[nr] is None else buf[nr] + g
+
+
+def _hooks_and_capture(node, g, capture_nodes, capture, captured):
+    if node.nout != 1 and g is None:
+        g = [None] * node.nout
+    if node.pre_hooks:
+        g = _run_pre_hooks(node, g)
+    if node in capture_nodes:
+        _capture(node, g, capture, captured)
+    return g
 
 
 def _capture(node, g, capture, captured):
@@ -173,10 +213,13 @@ def _run_pre_hooks(node, g):
     return grads[0] if node.nout == 1 else grads
 
 
-def _accumulate(var, g):
+def _accumulate(var, g, fresh=False):
     if var._grad is None:
-        # A fresh, writable array of the leaf's dtype: never an alias of another buffer.
-        var._grad = wrap(np.array(g, dtype=var._data.dtype))
+        # .grad must be a writable array of the leaf's dtype that nothing else holds.
+        if fresh and g.dtype == var._data.dtype and g.flags.writeable:
+            var._grad = wrap(g)
+        else:
+            var._grad = wrap(np.array(g, dtype=var._data.dtype))
     else:
         gd = var._grad._data
         if isinstance(gd, np.ndarray) and gd.flags.writeable and gd.shape == np.shape(g):

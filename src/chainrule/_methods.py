@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 
 from . import ops
-from ._dispatch import apply
 from ._mode import STATE
 from ._tensor import Tensor, wrap
 from .ops.elementwise import ADD, DIV, MUL, POW, SUB
@@ -122,17 +121,14 @@ def install():
     T.long = lambda self: wrap(np.asarray(self._data).astype(np.int64))
     T.T = property(lambda self: ops.permute(self, tuple(range(self.ndim))[::-1]))
     T.mT = property(lambda self: ops.transpose(self, -2, -1))
-    # Operators go straight to apply: the hot path of user code.
-    T.__add__ = lambda self, other: apply(ADD, (self, other))
-    T.__radd__ = lambda self, other: apply(ADD, (other, self))
-    T.__sub__ = lambda self, other: apply(SUB, (self, other))
-    T.__rsub__ = lambda self, other: apply(SUB, (other, self))
-    T.__mul__ = lambda self, other: apply(MUL, (self, other))
-    T.__rmul__ = lambda self, other: apply(MUL, (other, self))
-    T.__truediv__ = lambda self, other: apply(DIV, (self, other))
-    T.__rtruediv__ = lambda self, other: apply(DIV, (other, self))
-    T.__pow__ = lambda self, other: apply(POW, (self, other))
-    T.__rpow__ = lambda self, other: apply(POW, (other, self))
+    # Operators are the ops' own call functions: the hot path of user code.
+    T.__add__, T.__sub__, T.__mul__ = ADD.call, SUB.call, MUL.call
+    T.__truediv__, T.__pow__ = DIV.call, POW.call
+    T.__radd__ = lambda self, other: ADD.call(other, self)
+    T.__rsub__ = lambda self, other: SUB.call(other, self)
+    T.__rmul__ = lambda self, other: MUL.call(other, self)
+    T.__rtruediv__ = lambda self, other: DIV.call(other, self)
+    T.__rpow__ = lambda self, other: POW.call(other, self)
     T.__matmul__ = lambda self, other: ops.matmul(self, other)
     T.__rmatmul__ = lambda self, other: ops.matmul(other, self)
     T.__neg__ = ops.neg

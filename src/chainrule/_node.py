@@ -86,10 +86,14 @@ class Node:
 class OpNode(Node):
     """The node of one primitive call: its op, the saved values, their versions."""
 
-    __slots__ = ("op", "plan", "saved", "checks")
+    __slots__ = ("plan", "saved", "checks")
+
+    @property
+    def op(self):
+        return self.plan.op
 
     def name(self):
-        return self.op.node_name
+        return self.plan.op.node_name
 
     def _vjp(self, g, F):
         saved = self.saved
@@ -98,7 +102,7 @@ class OpNode(Node):
         if self.checks:
             self._check_versions()
         plan = self.plan
-        if self.op.variadic:
+        if plan.variadic:
             rule, args = plan.rules[0]
             needs = [node is not None for node, _ in self.next_functions]
             return rule(F, g, needs, *args(saved))

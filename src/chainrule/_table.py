@@ -55,29 +55,23 @@ def _getter(indices):
     return itemgetter(*indices)
 
 
-def _caller(fn, indices):
-    """``call(F, g, saved)`` running one rule with its saved arguments (no per-call lookups)."""
-    if not indices:
-        return lambda F, g, saved: fn(F, g)
-    if len(indices) == 1:
-        (k,) = indices
-        return lambda F, g, saved: fn(F, g, saved[k])
-    get = itemgetter(*indices)
-    return lambda F, g, saved: fn(F, g, *get(saved))
+def _pool_expr(op, slot):
+    """Where pool slot ``slot`` lives among ``keep``'s arguments (d, o, a, s)."""
+    n = 1 if op.variadic else len(op.inputs)
+    n_attrs = len(op.attrs)
+    if slot < n:
+        return "d" if op.variadic else f"d[{slot}]"
+    if slot == n:
+        return "o"
+    if slot <= n + n_attrs:
+        return f"a[{slot - n - 1}]"
+    return "s" if op.variadic else f"s[{slot - n - 1 - n_attrs}]"
 
 
-def _keeper(slots, variadic):
-    """``keep(datas, out, attrs, shapes) -> saved tuple`` for the wanted pool slots."""
-    if not slots:
-        return None
-    if variadic:
-        get = _getter(slots)
-        return lambda d, o, a, s: get((d, o, *a, s))
-    if len(slots) == 1:
-        (k,) = slots
-        return lambda d, o, a, s: ((*d, o, *a, *s)[k],)
-    get = itemgetter(*slots)
-    return lambda d, o, a, s: get((*d, o, *a, *s))
+def _compile(source, env):
+    # The plan's two functions are generated once per (op, mask) from the rules' parameter
+    # names, so the hot path runs one flat lambda with no lookups or *args packing.
+    return eval(source, env)  # noqa: S307 - our own generated lambda, no user input
 
 
 class Plan:
@@ -89,9 +83,12 @@ class Plan:
     versions are checked before use.
     """
 
-    __slots__ = ("keep", "vjp", "rules", "checks", "names", "needs_saved")
+    __slots__ = ("op", "variadic", "keep", "vjp", "rules", "checks", "names", "needs_saved",
+                 "source")
 
     def __init__(self, op, mask):
+        self.op = op
+        self.variadic = op.variadic
         pool = op.pool
         wanted = []
         per_input = []
@@ -106,33 +103,38 @@ class Plan:
         self.names = tuple(wanted)
         self.needs_saved = bool(wanted)
         slots = [pool.index(w) for w in wanted]
-        self.keep = _keeper(slots, op.variadic)
         self.rules = tuple(
             None if r is None else (r[0], _getter([wanted.index(p) for p in r[1]]))
             for r in per_input
         )
-        callers = [None if r is None else _caller(r[0], [wanted.index(p) for p in r[1]])
-                   for r in per_input]
-        self.vjp = _combine(callers)
+        env = {}
+        calls = []
+        for i, r in enumerate(per_input):
+            if r is None:
+                calls.append("None")
+                continue
+            fn, params = r
+            args = "".join(f", s[{wanted.index(p)}]" for p in params)
+            deriv = getattr(fn, "deriv", None)
+            if deriv is not None:  # elementwise: inline grad * f'(x)
+                env[f"d{i}"] = deriv
+                calls.append(f"g * d{i}(F{args})")
+            else:
+                env[f"f{i}"] = fn
+                calls.append(f"f{i}(F, g{args})")
+        self.source = f"lambda F, g, s: ({', '.join(calls)},)"
+        self.vjp = _compile(self.source, env)
+        if not slots:
+            self.keep = None
+        elif not op.variadic and slots == list(range(len(op.inputs))):
+            self.keep = lambda d, o, a, s: tuple(d)
+        else:
+            exprs = ", ".join(_pool_expr(op, k) for k in slots)
+            self.keep = _compile(f"lambda d, o, a, s: ({exprs},)", {})
         n = len(op.inputs)
         self.checks = () if op.variadic else tuple(
             (k, s if s < n else -1) for k, s in enumerate(slots) if s <= n
         )
-
-
-def _combine(callers):
-    """One function computing all needed cotangents: ``vjp(F, g, saved) -> tuple``."""
-    if len(callers) == 1:
-        (c,) = callers
-        return lambda F, g, saved: (c(F, g, saved),)
-    if len(callers) == 2:
-        a, b = callers
-        if a is None:
-            return lambda F, g, saved: (None, b(F, g, saved))
-        if b is None:
-            return lambda F, g, saved: (a(F, g, saved), None)
-        return lambda F, g, saved: (a(F, g, saved), b(F, g, saved))
-    return lambda F, g, saved: tuple(None if c is None else c(F, g, saved) for c in callers)
 
 
 class Op:
@@ -141,11 +143,12 @@ class Op:
     __slots__ = (
         "name", "node_name", "forward", "inputs", "attrs", "vjp_rules", "jvp_rules",
         "math", "source", "nout", "out_diff", "view", "variadic", "pool", "plans", "doc",
-        "arity",
+        "arity", "call",
     )
 
     def plan(self, mask):
-        plan = self.plans.get(mask)
+        """The Plan for a requires-grad ``mask`` (bit i: input i), made on first use."""
+        plan = self.plans[mask]
         if plan is None:
             plan = self.plans[mask] = Plan(self, mask)
         return plan
@@ -230,7 +233,11 @@ def defop(
     missing = [n for n in op.inputs if n not in op.vjp_rules]
     if missing:
         raise ValueError(f"defop({name!r}): no VJP rule for inputs {missing}")
-    op.plans = {}
+    # Plans by mask; a variadic op has one plan (its rule computes every cotangent).
+    op.plans = [None] * (2 if variadic else 2 ** len(op.inputs))
+    from ._dispatch import make_call
+
+    op.call = make_call(op)
     TABLE[name] = op
     return op
 
@@ -242,7 +249,12 @@ def elementwise(name, forward, deriv, *, math, source, node_name=None):
     so both are the same product).
     """
     params = tuple(inspect.signature(deriv).parameters)[1:]
-    rule = Rule(lambda F, g, *a: g * deriv(F, *a), params)
+
+    def rule(F, g, *a):
+        return g * deriv(F, *a)
+
+    rule.deriv = deriv  # lets the plan inline grad * f'(x) in its generated VJP
+    rule = Rule(rule, params)
     return defop(
         name, forward, ("self",), {"self": rule}, jvp={"self": rule},
         math={"self": f"grad_x = grad * ({math})", "out": f"dy = dx * ({math})"},

@@ -303,13 +303,9 @@ def sign(input):
 
 
 def _unary(op, summary):
-    @documented(op)
-    def fn(input):
-        return apply(op, (input,))
-
-    fn.__name__ = fn.__qualname__ = op.name
-    fn.__doc__ = summary + fn.__doc__[len(op.name):]
-    return fn
+    """The public function of a unary op is its call function itself (no wrapper)."""
+    op.call.__doc__ = summary
+    return documented(op)(op.call)
 
 
 abs = _unary(ABS, "Elementwise absolute value; gradient sign(x) (0 at 0).")
