@@ -14,7 +14,7 @@ import numpy as np
 
 from . import _mode
 from ._node import MultiOpNode, OpNode, accumulator
-from ._tensor import Tensor
+from ._tensor import Tensor, _fill
 
 _STATE = _mode.STATE
 _new = object.__new__
@@ -52,16 +52,7 @@ def _forward_error(op, inputs, error):
 def _output(data, node, nr, vc):
     if data.__class__ is not _ndarray:  # NumPy returns scalars for 0-d results: keep arrays
         data = _asarray(data)
-    t = _new(Tensor)
-    t._data = data
-    t._requires_grad = node is not None
-    t._grad_fn = node
-    t._grad = None
-    t._vc = vc
-    t._output_nr = nr
-    t._acc = None
-    t._extra = None
-    return t
+    return _fill(_new(Tensor), data, node, nr, vc)
 
 
 def _plain(op, out, vc):
@@ -194,7 +185,7 @@ def _record(op, inputs, datas, attrs, out, mask):
         else:
             if out.__class__ is not _ndarray:
                 out = _asarray(out)
-            result = _new(Tensor)
+            result = _new(Tensor)  # _fill, inlined: this is the hottest line of the library
             result._data = out
             result._requires_grad = True
             result._grad_fn = node

@@ -13,23 +13,23 @@ from . import _mode
 _FLOAT_KINDS = "f"
 
 
-def _new():
-    """A blank Tensor without running ``__init__`` (the dispatcher's fast constructor)."""
-    return object.__new__(Tensor)
+def _fill(t, data, grad_fn=None, output_nr=0, vc=None, requires_grad=False):
+    """Set every slot of a Tensor: the one place that knows them all (the dispatcher's
+    ``_record`` repeats it inline, as it is the hot path)."""
+    t._data = data
+    t._requires_grad = requires_grad or grad_fn is not None
+    t._grad_fn = grad_fn
+    t._grad = None
+    t._vc = [0] if vc is None else vc
+    t._output_nr = output_nr
+    t._acc = None
+    t._extra = None
+    return t
 
 
 def wrap(data, requires_grad=False):
     """Wrap an array (no copy) in a new Tensor with no history."""
-    t = object.__new__(Tensor)
-    t._data = data
-    t._requires_grad = requires_grad
-    t._grad_fn = None
-    t._grad = None
-    t._vc = [0]
-    t._output_nr = 0
-    t._acc = None
-    t._extra = None
-    return t
+    return _fill(object.__new__(Tensor), data, requires_grad=requires_grad)
 
 
 def check_grad_dtype(dtype, what="tensor"):
@@ -69,14 +69,7 @@ class Tensor:
     def __init__(self, data, dtype=None, requires_grad=False):
         if isinstance(data, Tensor):
             data = data._data
-        self._data = np.array(data, dtype=dtype)
-        self._requires_grad = False
-        self._grad_fn = None
-        self._grad = None
-        self._vc = [0]
-        self._output_nr = 0
-        self._acc = None
-        self._extra = None
+        _fill(self, np.array(data, dtype=dtype))
         if requires_grad:
             self.requires_grad_(True)
 
