@@ -196,3 +196,13 @@ def _setitem(a, b):
     x = a * 1.0
     x[1, 1:3] = b
     return x
+
+
+def _linalg_samples():
+    from samples_decomp import SAMPLES as decomp
+    from samples_inverse import SAMPLES as inverse
+
+    return decomp + inverse
+
+
+SAMPLES += _linalg_samples()

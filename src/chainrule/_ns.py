@@ -75,6 +75,19 @@ RAW = SimpleNamespace(
 )
 
 
+_DIFFERENTIABLE_EXTRA = {}
+
+
+def register(name, raw, diff):
+    """Add ``name`` to both namespaces: ``raw`` works on arrays (first-order backward),
+    ``diff`` is the differentiable chainrule function with the same meaning. Op families
+    outside ``ops/`` (``chainrule.linalg``) call this for the helpers their rules use."""
+    if hasattr(RAW, name):
+        raise ValueError(f"register: {name!r} is already in the rule namespace")
+    setattr(RAW, name, raw)
+    _DIFFERENTIABLE_EXTRA[name] = diff
+
+
 def differentiable():
     """The namespace of differentiable ops with RAW's names (built on first use)."""
     from . import _creation as c
@@ -103,4 +116,5 @@ def differentiable():
         matmul=ops.matmul, trace=ops.trace, diag=ops.diag, diagonal=ops.diagonal,
         diagonal_scatter=ops.diagonal_scatter, tril=ops.tril, triu=ops.triu,
         index_put=ops.index_put, einsum=ops.einsum, softmax=ops.softmax,
+        **_DIFFERENTIABLE_EXTRA,
     )

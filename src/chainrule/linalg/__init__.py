@@ -1,5 +1,12 @@
-"""``chainrule.linalg``: linear algebra with tensor-level derivative rules."""
+"""``chainrule.linalg``: linear algebra with tensor-level (matrix-form) derivative rules.
+
+Every function here is batched over leading dimensions and works in float32 and float64.
+Each primitive is declared in the derivative table like every other op, with its VJP in
+matrix form and the paper it comes from (see each function's docstring).
+"""
 
 from ..ops.reduction import vector_norm
+from .decomp import *  # noqa: F401,F403
+from .inverse import *  # noqa: F401,F403
 
 __all__ = ["vector_norm"]

@@ -1,0 +1,1 @@
+"""Differentiating through solvers (implicit function theorem)."""

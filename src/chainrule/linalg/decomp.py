@@ -1,0 +1,3 @@
+"""Matrix decompositions (cholesky, qr, eigh, eigvalsh, svd, svdvals)."""
+
+__all__ = []

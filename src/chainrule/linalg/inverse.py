@@ -1,0 +1,3 @@
+"""Inverses, determinants and solves."""
+
+__all__ = []

@@ -1,0 +1,3 @@
+"""Samples for chainrule.linalg decompositions (see tests/samples.py)."""
+
+SAMPLES = []

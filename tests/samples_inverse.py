@@ -1,0 +1,3 @@
+"""Samples for chainrule.linalg inverses and solves (see tests/samples.py)."""
+
+SAMPLES = []
