@@ -29,6 +29,7 @@ bench: $(VENV)/.stamp-base
 	-$(PY) -m pip install -q "torch==2.13.0"
 	$(PY) bench/elementwise_chain.py
 	$(PY) bench/mlp_step.py
+	$(PY) bench/linalg_svdvals_logdet.py
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info .pytest_cache

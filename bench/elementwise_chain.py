@@ -14,24 +14,11 @@ on one thread. Run from the repository root with:
     .venv/bin/python bench/elementwise_chain.py
 """
 
-import os
+import _common  # noqa: F401  (sets one thread before NumPy loads)
+import numpy as np
+from _common import interleaved_medians, torch, torch_cell
 
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[_var] = "1"
-
-import statistics  # noqa: E402
-import time  # noqa: E402
-
-import numpy as np  # noqa: E402
-
-import chainrule as cr  # noqa: E402
-
-try:
-    import torch
-
-    torch.set_num_threads(1)
-except ImportError:
-    torch = None
+import chainrule as cr
 
 STEPS, OPS_PER_STEP = 100, 3
 N_OPS = STEPS * OPS_PER_STEP
@@ -69,21 +56,6 @@ def run_numpy(a):
     return g
 
 
-def median_per_op_us(fns, a):
-    """Median us per op of each ``name -> fn(a)``, the fns interleaved round-robin in every
-    repeat so that machine noise hits all columns alike."""
-    for _ in range(WARMUP):
-        for fn in fns.values():
-            fn(a)
-    times = {name: [] for name in fns}
-    for _ in range(REPEATS):
-        for name, fn in fns.items():
-            t0 = time.perf_counter()
-            fn(a)
-            times[name].append(time.perf_counter() - t0)
-    return {name: statistics.median(t) / N_OPS * 1e6 for name, t in times.items()}
-
-
 def main():
     a = np.random.default_rng(0).standard_normal((16, 16))
     ref = run_numpy(a)
@@ -95,10 +67,11 @@ def main():
     fns = {"chainrule": run_chainrule, "NumPy": run_numpy}
     if torch is not None:
         fns["PyTorch"] = run_torch
-    us = median_per_op_us(fns, a)
+    us = {k: v / N_OPS * 1e6 for k, v in
+          interleaved_medians(fns, a, warmup=WARMUP, repeats=REPEATS).items()}
     cr_us, np_us, th_us = us["chainrule"], us["NumPy"], us.get("PyTorch")
 
-    th_cell = f"{th_us:.2f}" if th_us is not None else "torch not installed"
+    th_cell = torch_cell(th_us, ".2f")
     print(f"\n{N_OPS}-op elementwise chain on 16x16 float64, forward + backward, "
           f"median of {REPEATS}, us per op")
     print(f"{'chainrule':>12} | {'PyTorch':>20} | {'NumPy (by hand)':>16}")

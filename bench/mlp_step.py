@@ -12,30 +12,18 @@ the repository root with:
     .venv/bin/python bench/mlp_step.py
 """
 
-import os
+import tracemalloc
 
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[_var] = "1"
+import _common  # noqa: F401  (sets one thread before NumPy loads)
+import numpy as np
+from _common import interleaved_medians, torch
 
-import statistics  # noqa: E402
-import time  # noqa: E402
-import tracemalloc  # noqa: E402
-
-import numpy as np  # noqa: E402
+import chainrule as cr
 
 try:  # Unix only; for the page-fault column
     import resource
 except ImportError:
     resource = None
-
-import chainrule as cr  # noqa: E402
-
-try:
-    import torch
-
-    torch.set_num_threads(1)
-except ImportError:
-    torch = None
 
 N, SIZES, LR = 256, (784, 512, 512, 10), 1e-3
 WARMUP, REPEATS = 3, 31
@@ -109,26 +97,6 @@ def minor_faults():
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt if resource else 0
 
 
-def median_ms(steps):
-    """Median ms per call of each ``name -> step()`` and its mean minor page faults per call,
-    the steps interleaved round-robin in every repeat so that machine noise hits all columns
-    alike. Many faults per step mean the allocator hands memory back to the OS and touches
-    fresh pages every step (glibc heap trimming), which costs whole milliseconds here."""
-    for _ in range(WARMUP):
-        for step in steps.values():
-            step()
-    times = {name: [] for name in steps}
-    faults = dict.fromkeys(steps, 0)
-    for _ in range(REPEATS):
-        for name, step in steps.items():
-            f0, t0 = minor_faults(), time.perf_counter()
-            step()
-            times[name].append(time.perf_counter() - t0)
-            faults[name] += minor_faults() - f0
-    return ({name: statistics.median(t) * 1e3 for name, t in times.items()},
-            {name: f / REPEATS for name, f in faults.items()})
-
-
 def peak_mib(step):
     step()  # settle one-off allocations
     tracemalloc.start()
@@ -164,7 +132,11 @@ def main():
         th_params = [torch.tensor(p, requires_grad=True) for p in init_params()]
         tX, ty = torch.from_numpy(X), torch.from_numpy(y)
         steps["PyTorch"] = lambda: torch_step(th_params, tX, ty)
-    ms, faults = median_ms(steps)
+    # Many page faults per step mean the allocator hands memory back to the OS and touches
+    # fresh pages every step (glibc heap trimming), which costs whole milliseconds here.
+    seconds, faults = interleaved_medians(steps, warmup=WARMUP, repeats=REPEATS,
+                                          counter=minor_faults)
+    ms = {name: s * 1e3 for name, s in seconds.items()}
     mib = {name: peak_mib(step) for name, step in steps.items() if name != "PyTorch"}
 
     print(f"\nMLP {'-'.join(map(str, SIZES))}, batch {N}, float32: forward + backward + SGD "

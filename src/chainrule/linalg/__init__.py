@@ -8,5 +8,6 @@ matrix form and the paper it comes from (see each function's docstring).
 from ..ops.reduction import vector_norm
 from .decomp import *  # noqa: F401,F403
 from .inverse import *  # noqa: F401,F403
+from .norms import *  # noqa: F401,F403
 
 __all__ = ["vector_norm"]
