@@ -6,7 +6,7 @@ import pytest
 
 import chainrule as cr
 from chainrule._ns import RAW, differentiable
-from chainrule.autograd import gradcheck
+from chainrule.autograd import gradcheck, gradgradcheck
 from samples import SAMPLES
 
 
@@ -46,3 +46,10 @@ def test_gradcheck(sample):
     assert sample.op in _ops_in_graph(sample.fn(*inputs)), (
         f"sample {sample.id} does not record the op {sample.op!r}")
     assert gradcheck(sample.fn, inputs)
+
+
+@pytest.mark.parametrize("sample", SAMPLES, ids=[s.id for s in SAMPLES])
+def test_gradgradcheck(sample):
+    """Second order: the VJP rules, run on the differentiable namespace, are themselves
+    differentiated correctly (create_graph=True)."""
+    assert gradgradcheck(sample.fn, sample.tensors())

@@ -177,6 +177,8 @@ def _record(op, inputs, datas, attrs, out, mask):
         edges = tuple(_edge(x) if isinstance(x, Tensor) and x._requires_grad else _NO_EDGE
                       for x in inputs)
         shapes = tuple(np.shape(d) if e[0] is not None else None for d, e in zip(datas, edges))
+    if plan.all_shapes:
+        shapes = tuple(np.shape(d) for d in datas)
     if op.nout == 1:
         node = _new(OpNode)
         if op.view:

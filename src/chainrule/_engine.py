@@ -17,21 +17,22 @@ import numpy as np
 
 from ._node import AccumulateGrad, MultiOpNode, OpNode
 from ._ns import RAW
-from ._tensor import wrap
+from ._tensor import Tensor, wrap
 
 
-def sum_to(g, shape):
+def sum_to(g, shape, F=RAW):
     """Sum ``g`` over the axes that broadcasting added or stretched, giving ``shape``.
 
-    The result is a fresh array (never a view of ``g``) unless no sum was needed.
+    The result is a fresh array (never a view of ``g``) unless no sum was needed. With the
+    differentiable namespace ``F`` the sums are recorded (``create_graph=True``).
     """
     if g.shape == shape:
         return g
     lead = g.ndim - len(shape)
     if lead:
-        g = g.sum(axis=tuple(range(lead)))
+        g = F.sum(g, tuple(range(lead)), False)
     stretched = tuple(i for i, n in enumerate(shape) if n == 1 and g.shape[i] != 1)
-    return g.sum(axis=stretched, keepdims=True) if stretched else g
+    return F.sum(g, stretched, True) if stretched else g
 
 
 def _dependencies(roots):
@@ -81,8 +82,8 @@ def _needed(roots, targets):
 
 
 def run_backward(roots, seeds, *, retain_graph=False, accumulate=True, capture=None,
-                 only=None):
-    """Backpropagate ``seeds`` (arrays) from ``roots`` (pairs ``(node, output_nr)``).
+                 only=None, create_graph=False):
+    """Backpropagate ``seeds`` (arrays, or Tensors with create_graph) from ``roots`` (pairs ``(node, output_nr)``).
 
     accumulate : add into leaves' ``.grad`` (restricted to the AccumulateGrad nodes in
         ``only`` when given).
@@ -90,10 +91,25 @@ def run_backward(roots, seeds, *, retain_graph=False, accumulate=True, capture=N
         in the returned list at ``slot``. With ``accumulate=False`` only the nodes between
         the roots and the captured ones run.
 
+    create_graph : run the rules on Tensors through the differentiable namespace, so the
+        cotangents (and ``.grad``) carry a graph that can be differentiated again.
+
     A node's buffer is its cotangent (single-output nodes) or a list of them, ``None`` for
     a zero that never arrived.
     """
-    F = RAW
+    if not create_graph:
+        return _walk(roots, seeds, retain_graph, accumulate, capture, only, False)
+    from ._mode import enable_grad
+    from ._ns import differentiable
+
+    with enable_grad():
+        return _walk(roots, seeds, retain_graph, accumulate, capture, only, differentiable())
+
+
+def _walk(roots, seeds, retain_graph, accumulate, capture, only, graph_ns):
+    """run_backward's loop; ``graph_ns`` is the differentiable namespace, or False."""
+    graph = graph_ns is not False
+    F = graph_ns if graph else RAW
     root_nodes = list(dict.fromkeys(node for node, _ in roots))
     deps = _dependencies(root_nodes)
     buffers = {}
@@ -122,6 +138,8 @@ def run_backward(roots, seeds, *, retain_graph=False, accumulate=True, capture=N
             saved = node.saved
             if g is None:
                 input_grads = None
+            elif graph:
+                input_grads = node._vjp_graph(g, F)
             elif node.checks is None and saved is not None and not node.plan.variadic:
                 input_grads = node.plan.vjp(F, g, saved)  # OpNode._vjp, inlined
             else:
@@ -131,14 +149,21 @@ def run_backward(roots, seeds, *, retain_graph=False, accumulate=True, capture=N
             is_op = True
         elif type(node) is AccumulateGrad:
             if accumulate and g is not None and (only is None or node in only):
-                _accumulate(node.variable, g, node in fresh)
+                if graph:
+                    var = node.variable
+                    var._grad = g if var._grad is None else var._grad + g
+                else:
+                    _accumulate(node.variable, g, node in fresh)
             continue
         else:  # several outputs, or a custom Function
             if needed is not None and node not in needed:
                 continue
             if g is None:
                 g = [None] * node.nout
-            input_grads = None if all(x is None for x in g) else node._vjp(g, F)
+            if all(x is None for x in g):
+                input_grads = None
+            else:
+                input_grads = node._vjp_graph(g, F) if graph else node._vjp(g, F)
             if not retain_graph:
                 node._release()
             is_op = type(node) is MultiOpNode
@@ -152,13 +177,13 @@ def run_backward(roots, seeds, *, retain_graph=False, accumulate=True, capture=N
                 ig = input_grads[i]
                 if ig is not None:
                     if ig.shape != shapes[i]:
-                        ig = sum_to(ig, shapes[i])
+                        ig = sum_to(ig, shapes[i], F)
                     if child.nout == 1:
                         old = get(child)
                         if old is None:
                             buffers[child] = ig
                             if type(child) is AccumulateGrad and is_op and ig is not g \
-                                    and ig.base is None:
+                                    and not graph and ig.base is None:
                                 fresh.add(child)
                         else:
                             buffers[child] = old + ig
@@ -207,9 +232,15 @@ def _run_pre_hooks(node, g):
         for hook in list(hooks):
             if grads[nr] is None:
                 continue
-            result = hook(wrap(grads[nr]))
+            value = grads[nr]
+            tensor_in = isinstance(value, Tensor)
+            result = hook(value if tensor_in else wrap(value))
             if result is not None:
-                grads[nr] = np.asarray(result._data if hasattr(result, "_data") else result)
+                if tensor_in:  # create_graph: keep the hook's tensor (and its history)
+                    grads[nr] = result if isinstance(result, Tensor) else wrap(result)
+                else:
+                    grads[nr] = np.asarray(result._data if isinstance(result, Tensor)
+                                           else result)
     return grads[0] if node.nout == 1 else grads
 
 

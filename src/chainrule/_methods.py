@@ -115,6 +115,10 @@ def install():
     for name in ("reshape", "view", "permute", "expand"):
         setattr(T, name, _varargs(getattr(ops, name)))
     T.where = lambda self, condition, other: ops.where(condition, self, other)
+    T.any = lambda self, dim=None, keepdim=False: wrap(np.any(self._data, axis=dim,
+                                                                keepdims=keepdim))
+    T.all = lambda self, dim=None, keepdim=False: wrap(np.all(self._data, axis=dim,
+                                                                keepdims=keepdim))
     T.to = _to
     T.float = lambda self: _to(self, np.float32)
     T.double = lambda self: _to(self, np.float64)

@@ -15,7 +15,9 @@ import weakref
 
 import numpy as np
 
-from ._tensor import Tensor, wrap
+from ._tensor import Tensor, _fill, wrap
+
+_new = object.__new__
 
 FREED = (
     "Trying to backward through the graph a second time (or directly access saved tensors "
@@ -108,6 +110,45 @@ class OpNode(Node):
             return rule(F, g, needs, *args(saved))
         return plan.vjp(F, g, saved)
 
+    def _vjp_graph(self, g, F):
+        """The VJP with a recorded graph (``create_graph=True``): the same rules, run on
+        Tensors through the differentiable namespace ``F``.
+
+        Saved inputs come back as Tensors carrying their history (the saved array with the
+        edge's node as grad_fn), and ``out`` as a Tensor whose grad_fn is this node, so the
+        derivative of the VJP flows on through the first-order graph.
+        """
+        saved = self.saved
+        if saved is None:
+            raise RuntimeError(FREED)
+        if self.checks:
+            self._check_versions()
+        plan = self.plan
+        n_inputs = 1 if plan.variadic else len(plan.op.inputs)
+        args = []
+        for slot, value in zip(plan.slots, saved):
+            if slot < n_inputs:
+                if plan.variadic:
+                    value = [_with_history(v, e) for v, e in zip(value, self.next_functions)]
+                else:
+                    value = _with_history(value, self.next_functions[slot])
+            elif slot == n_inputs:
+                value = self._outputs_with_history(value)
+            args.append(value)
+        args = tuple(args)
+        if plan.variadic:
+            rule, get = plan.rules[0]
+            needs = [node is not None for node, _ in self.next_functions]
+            return rule(F, g, needs, *get(args))
+        return [None if r is None else r[0](F, g, *r[1](args)) for r in plan.rules]
+
+    def _outputs_with_history(self, out):
+        if self.nout == 1:
+            return _fill(_new(Tensor), out, self, 0)
+        diff = self.plan.op.out_diff
+        return tuple(_fill(_new(Tensor), o, self if i in diff else None, i)
+                     for i, o in enumerate(out))
+
     def _check_versions(self):
         for k, vc, version in self.checks:
             if vc[0] != version:
@@ -149,6 +190,38 @@ class MultiOpNode(OpNode):
 
     def _vjp(self, g, F):
         return OpNode._vjp(self, tuple(g), F)
+
+    def _vjp_graph(self, g, F):
+        return OpNode._vjp_graph(self, tuple(g), F)
+
+
+def _with_history(data, edge):
+    """A Tensor holding saved ``data`` whose history is ``edge`` = (node, output_nr)."""
+    node, nr = edge
+    if node is None:
+        return wrap(data)
+    if type(node) is AccumulateGrad:
+        return node.variable
+    return _fill(_new(Tensor), data, node, nr)
+
+
+class DelayedError(Node):
+    """Stands for a gradient that cannot be differentiated again: backpropagating through
+    it raises ``message`` (a ``once_differentiable`` backward, or one that left the
+    library)."""
+
+    __slots__ = ("message",)
+
+    def __init__(self, message):
+        self.message = message
+        self.next_functions = ()
+        self.shapes = ()
+        self.pre_hooks = None
+
+    def _vjp(self, g, F):
+        raise RuntimeError(self.message)
+
+    _vjp_graph = _vjp
 
 
 class AccumulateGrad(Node):

@@ -88,8 +88,20 @@ def register(name, raw, diff):
     _DIFFERENTIABLE_EXTRA[name] = diff
 
 
+_CACHE = {}
+
+
 def differentiable():
-    """The namespace of differentiable ops with RAW's names (built on first use)."""
+    """The namespace of differentiable ops with RAW's names (built once, and again when
+    more names are registered)."""
+    key = len(_DIFFERENTIABLE_EXTRA)
+    if key not in _CACHE:
+        _CACHE.clear()
+        _CACHE[key] = _build_differentiable()
+    return _CACHE[key]
+
+
+def _build_differentiable():
     from . import _creation as c
     from . import ops
 
@@ -97,9 +109,19 @@ def differentiable():
         return lambda *a, **k: fn(*a, **k)
 
     def prod_others(x, dim):
-        raise NotImplementedError(
-            "second derivatives of prod through zero entries are not supported yet"
-        )
+        # prod_{j != i} x_j, differentiably: replace x_i by 1 in the i-th of n copies of the
+        # reduced entries and take the product of each copy (O(n^2), exact with zeros).
+        shape = x.shape
+        dims = tuple(range(len(shape))) if dim is None else dim
+        lead = [d for d in range(len(shape)) if d not in dims]
+        moved = ops.permute(x, lead + list(dims))
+        moved_shape = moved.shape
+        flat = ops.reshape(moved, tuple(shape[d] for d in lead) + (-1,))
+        n = flat.shape[-1]
+        copies = ops.expand(ops.unsqueeze(flat, -2), flat.shape[:-1] + (n, n))
+        others = ops.where(np.eye(n, dtype=bool), 1.0, copies).prod(dim=-1)
+        inverse = np.argsort(lead + list(dims))
+        return ops.permute(ops.reshape(others, moved_shape), tuple(inverse))
 
     return SimpleNamespace(
         where=ops.where, exp=ops.exp, log=ops.log, sin=ops.sin, cos=ops.cos, abs=ops.abs,

@@ -84,7 +84,7 @@ class Plan:
     """
 
     __slots__ = ("op", "variadic", "keep", "vjp", "rules", "checks", "names", "needs_saved",
-                 "source")
+                 "source", "slots", "all_shapes")
 
     def __init__(self, op, mask):
         self.op = op
@@ -103,6 +103,12 @@ class Plan:
         self.names = tuple(wanted)
         self.needs_saved = bool(wanted)
         slots = [pool.index(w) for w in wanted]
+        self.slots = tuple(slots)  # pool slot of each saved value (inputs, out, attrs, shapes)
+        # A rule may name the shape of an input that needs no grad (whose shape the
+        # dispatcher otherwise does not record).
+        self.all_shapes = any(
+            w.endswith("_shape") and not (op.variadic or mask >> op.inputs.index(w[:-6]) & 1)
+            for w in wanted)
         self.rules = tuple(
             None if r is None else (r[0], _getter([wanted.index(p) for p in r[1]]))
             for r in per_input

@@ -16,10 +16,10 @@ from .._mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .._node import accumulator
 from .._tensor import Tensor, wrap
 from .function import Function, FunctionCtx, once_differentiable
-from .gradcheck import GradcheckError, gradcheck
+from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 
 __all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable", "gradcheck",
-           "GradcheckError", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled"]
+           "gradgradcheck", "GradcheckError", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled"]
 
 
 def _as_tuple(x):
@@ -29,11 +29,6 @@ def _as_tuple(x):
 
 
 def _roots(outputs, grad_outputs, create_graph):
-    if create_graph:
-        raise NotImplementedError(
-            "create_graph=True (differentiating a gradient again) is not available yet; "
-            "first-order gradients are"
-        )
     roots, seeds = [], []
     for i, (out, g) in enumerate(zip(outputs, grad_outputs)):
         if not isinstance(out, Tensor):
@@ -63,6 +58,8 @@ def _roots(outputs, grad_outputs, create_graph):
                 )
         if out._extra is not None:
             refresh_view(out)
+        if create_graph:  # the seed is part of the recorded graph (it may require grad)
+            seed = g if isinstance(g, Tensor) else wrap(seed)
         node = out._grad_fn if out._grad_fn is not None else accumulator(out)
         roots.append((node, out._output_nr))
         seeds.append(seed)
@@ -100,7 +97,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
                 raise NotImplementedError("backward(inputs=...) supports leaf tensors only")
             only.add(accumulator(t))
     run_backward(roots, seeds, retain_graph=bool(retain_graph or create_graph), only=only,
-                 capture=capture)
+                 capture=capture, create_graph=create_graph)
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
@@ -129,7 +126,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         node = t._grad_fn if t._grad_fn is not None else accumulator(t)
         capture.setdefault((node, t._output_nr), i)
     captured = run_backward(roots, seeds, retain_graph=bool(retain_graph or create_graph),
-                            accumulate=False, capture=capture)
+                            accumulate=False, capture=capture, create_graph=create_graph)
     result = []
     for i, t in enumerate(inputs_t):
         node = t._grad_fn if t._grad_fn is not None else accumulator(t)
@@ -145,6 +142,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                     "is the desired behavior."
                 )
             result.append(None)
+        elif create_graph:
+            result.append(g if g.dtype == t.dtype else g.to(t.dtype))
         else:
             result.append(wrap(np.array(g, dtype=t.dtype)))
     return tuple(result)

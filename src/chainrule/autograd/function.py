@@ -17,8 +17,8 @@ import functools
 import numpy as np
 
 from .. import _mode
-from .._node import FREED, Node, accumulator
-from .._tensor import Tensor, wrap
+from .._node import FREED, DelayedError, Node, accumulator
+from .._tensor import Tensor, _fill, wrap
 
 
 class FunctionCtx:
@@ -98,7 +98,34 @@ class FunctionNode(Node):
             result = fn.backward(ctx, *args)
         return self._check(result)
 
-    def _check(self, result):
+    def _vjp_graph(self, grads, F):
+        """create_graph=True: run backward on Tensors with grad mode on, so a backward
+        written with chainrule ops is recorded and can be differentiated again. A backward
+        that cannot be (``@once_differentiable``, or one that left the library: its
+        gradient does not depend on a grad_output that requires grad) yields gradients
+        that raise when differentiated."""
+        if self.nout == 1:
+            grads = [grads]
+        fn, ctx = self.fn, self.ctx
+        if ctx._freed:
+            raise RuntimeError(FREED)
+        args = []
+        for g, meta in zip(grads, self.output_meta):
+            if g is None and ctx.materialize_grads and meta is not None:
+                g = wrap(np.zeros(meta[0], dtype=meta[1]))
+            args.append(g)
+        graph_in = any(isinstance(g, Tensor) and g._requires_grad for g in args)
+        with _mode.set_grad_enabled(not self.once):
+            result = fn.backward(ctx, *args)
+        checked = self._check(result, keep_tensors=True)
+        if not graph_in:
+            return checked
+        why = (f"{fn.__name__}.backward is marked @once_differentiable" if self.once else
+               f"{fn.__name__}.backward returned a gradient that does not depend on its "
+               "grad_output through chainrule ops (it used NumPy, .numpy() or .detach())")
+        return [g if g is None or g._requires_grad else _delayed_error(g, why) for g in checked]
+
+    def _check(self, result, keep_tensors=False):
         name = self.fn.__name__
         if not isinstance(result, tuple):
             result = (result,)
@@ -137,12 +164,22 @@ class FunctionNode(Node):
             if g.dtype.kind != "f":
                 raise TypeError(f"{name}.backward returned a gradient of dtype {g.dtype} for "
                                 f"input {i}; expected a float dtype ({dtype})")
-            out.append(g._data if g.dtype == dtype else g._data.astype(dtype))
+            if keep_tensors:
+                out.append(g if g.dtype == dtype else g.to(dtype))
+            else:
+                out.append(g._data if g.dtype == dtype else g._data.astype(dtype))
         return out
 
     def _release(self):
         self.ctx._freed = True
         self.ctx._saved = ()
+
+
+def _delayed_error(g, why):
+    message = (f"{why}, so it cannot be differentiated again (create_graph=True / second "
+               "derivatives). Write its backward with chainrule ops on the tensors it receives, "
+               "or do not differentiate through it twice.")
+    return _fill(object.__new__(Tensor), g._data, DelayedError(message), 0)
 
 
 class FunctionMeta(type):

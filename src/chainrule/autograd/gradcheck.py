@@ -163,3 +163,45 @@ def gradcheck(fn, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=Tru
                 error.analytic, error.numerical, error.worst = a, n, worst
                 raise error
     return True
+
+
+def gradgradcheck(fn, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e-3,
+                  raise_exception=True):
+    """Check second derivatives: gradcheck of the map (inputs, u) -> VJP(u) of ``fn``.
+
+    The VJP is computed with ``create_graph=True``, so its analytic Jacobian comes from
+    differentiating the backward pass itself, and is compared with central differences of
+    the VJP. ``grad_outputs`` (one per output, default random normal) are the cotangents
+    ``u``; they are checked as inputs too (the VJP is linear in them).
+
+    Returns True, or raises :class:`GradcheckError` (returns False with
+    ``raise_exception=False``) naming the failing pair as gradcheck does; the input indices
+    count the original inputs first, then the grad_outputs.
+    """
+    from . import grad
+
+    inputs = _tuple(inputs)
+    diff = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x._requires_grad]
+    outputs = [o for o in _outputs(fn, inputs) if isinstance(o, Tensor) and o._requires_grad]
+    if grad_outputs is None:
+        rng = np.random.default_rng(0)
+        grad_outputs = [wrap(rng.standard_normal(o.shape).astype(o.dtype)) for o in outputs]
+    cotangents = [wrap(np.array(u._data if isinstance(u, Tensor) else u, dtype=np.float64))
+                  for u in _tuple(grad_outputs)]
+    for u in cotangents:
+        u.requires_grad_(True)
+    n = len(inputs)
+
+    def vjp(*args):
+        # The numerical Jacobian calls this under no_grad with perturbed copies: make them
+        # leaves that require grad, so the inner VJP exists.
+        with _mode.enable_grad():
+            xs = [x.detach().requires_grad_(True) if i in diff and not x._requires_grad else x
+                  for i, x in enumerate(args[:n])]
+            us = args[n:]
+            ys = [o for o in _outputs(fn, xs) if isinstance(o, Tensor) and o._requires_grad]
+            gs = grad(ys, [xs[i] for i in diff], us, create_graph=True, allow_unused=True)
+        return tuple(g for g in gs if g is not None)
+
+    return gradcheck(vjp, tuple(inputs) + tuple(cotangents), eps=eps, atol=atol, rtol=rtol,
+                     raise_exception=raise_exception)

@@ -6,6 +6,8 @@ famous ``softmax(x) - onehot(target)``, which costs one softmax and no scatter.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .._dispatch import apply
@@ -76,7 +78,7 @@ def _ce_scale(F, g, self, reduction, cdim):
     if reduction == "none":
         return F.unsqueeze(g, cdim)
     if reduction == "mean":
-        return g / (self.size // self.shape[cdim])
+        return g / (math.prod(self.shape) // self.shape[cdim])
     return g
 
 
