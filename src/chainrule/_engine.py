@@ -83,7 +83,8 @@ def _needed(roots, targets):
 
 def run_backward(roots, seeds, *, retain_graph=False, accumulate=True, capture=None,
                  only=None, create_graph=False):
-    """Backpropagate ``seeds`` (arrays, or Tensors with create_graph) from ``roots`` (pairs ``(node, output_nr)``).
+    """Backpropagate ``seeds`` (arrays; Tensors with create_graph) from ``roots`` (pairs
+    ``(node, output_nr)``).
 
     accumulate : add into leaves' ``.grad`` (restricted to the AccumulateGrad nodes in
         ``only`` when given).

@@ -212,10 +212,10 @@ class DelayedError(Node):
 
     __slots__ = ("message",)
 
-    def __init__(self, message):
+    def __init__(self, message, next_functions=()):
         self.message = message
-        self.next_functions = ()
-        self.shapes = ()
+        self.next_functions = next_functions  # where a derivative would have gone
+        self.shapes = [None] * len(next_functions)
         self.pre_hooks = None
 
     def _vjp(self, g, F):

@@ -19,7 +19,8 @@ from .function import Function, FunctionCtx, once_differentiable
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 
 __all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable", "gradcheck",
-           "gradgradcheck", "GradcheckError", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled"]
+           "gradgradcheck", "GradcheckError", "no_grad", "enable_grad", "set_grad_enabled",
+           "is_grad_enabled"]
 
 
 def _as_tuple(x):

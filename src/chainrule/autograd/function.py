@@ -102,8 +102,7 @@ class FunctionNode(Node):
         """create_graph=True: run backward on Tensors with grad mode on, so a backward
         written with chainrule ops is recorded and can be differentiated again. A backward
         that cannot be (``@once_differentiable``, or one that left the library: its
-        gradient does not depend on a grad_output that requires grad) yields gradients
-        that raise when differentiated."""
+        gradient has no history) yields gradients that raise when differentiated."""
         if self.nout == 1:
             grads = [grads]
         fn, ctx = self.fn, self.ctx
@@ -114,16 +113,17 @@ class FunctionNode(Node):
             if g is None and ctx.materialize_grads and meta is not None:
                 g = wrap(np.zeros(meta[0], dtype=meta[1]))
             args.append(g)
-        graph_in = any(isinstance(g, Tensor) and g._requires_grad for g in args)
         with _mode.set_grad_enabled(not self.once):
             result = fn.backward(ctx, *args)
         checked = self._check(result, keep_tensors=True)
-        if not graph_in:
-            return checked
+        # The inputs of this node require grad, so a gradient without history cannot be
+        # right to second order (unless it truly is constant): say so when it is used.
         why = (f"{fn.__name__}.backward is marked @once_differentiable" if self.once else
                f"{fn.__name__}.backward returned a gradient that does not depend on its "
-               "grad_output through chainrule ops (it used NumPy, .numpy() or .detach())")
-        return [g if g is None or g._requires_grad else _delayed_error(g, why) for g in checked]
+               "inputs or grad_output through chainrule ops (it used NumPy, .numpy() or "
+               ".detach())")
+        return [g if g is None or g._requires_grad else _delayed_error(g, why, self.next_functions)
+                for g in checked]
 
     def _check(self, result, keep_tensors=False):
         name = self.fn.__name__
@@ -175,11 +175,11 @@ class FunctionNode(Node):
         self.ctx._saved = ()
 
 
-def _delayed_error(g, why):
+def _delayed_error(g, why, edges):
     message = (f"{why}, so it cannot be differentiated again (create_graph=True / second "
                "derivatives). Write its backward with chainrule ops on the tensors it receives, "
                "or do not differentiate through it twice.")
-    return _fill(object.__new__(Tensor), g._data, DelayedError(message), 0)
+    return _fill(object.__new__(Tensor), g._data, DelayedError(message, edges), 0)
 
 
 class FunctionMeta(type):
