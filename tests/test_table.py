@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import chainrule as cr
+import chainrule.autograd.forward_ad as fwAD
 from chainrule._ns import RAW, differentiable
-from chainrule.autograd import gradcheck, gradgradcheck
+from chainrule.autograd import grad, gradcheck, gradgradcheck
 from samples import SAMPLES
 
 
@@ -53,3 +55,41 @@ def test_gradgradcheck(sample):
     """Second order: the VJP rules, run on the differentiable namespace, are themselves
     differentiated correctly (create_graph=True)."""
     assert gradgradcheck(sample.fn, sample.tensors())
+
+
+def _outputs(result):
+    return [o for o in (result if isinstance(result, tuple) else (result,))
+            if o.dtype.kind == "f"]
+
+
+@pytest.mark.parametrize("sample", SAMPLES, ids=[s.id for s in SAMPLES])
+def test_jvp_matches_central_differences_and_the_vjp(sample):
+    """Forward mode: J v from the JVP rules equals central differences of the function
+    along v, and <u, J v> = <J^T u, v> (the JVP and VJP rules are adjoint)."""
+    inputs = sample.tensors()
+    rng = np.random.default_rng(7)
+    diff = [i for i, x in enumerate(inputs) if isinstance(x, cr.Tensor) and x.requires_grad]
+    v = {i: rng.standard_normal(inputs[i].shape) for i in diff}
+    with fwAD.dual_level():
+        duals = [fwAD.make_dual(x.detach(), v[i]) if i in diff else x
+                 for i, x in enumerate(inputs)]
+        jv = [fwAD.unpack_dual(o).tangent for o in _outputs(sample.fn(*duals))]
+
+    def shifted(eps):
+        with cr.no_grad():
+            xs = [cr.tensor(x.detach().numpy() + eps * v[i]) if i in diff else x
+                  for i, x in enumerate(inputs)]
+            return [o.numpy() for o in _outputs(sample.fn(*xs))]
+
+    eps = 1e-6
+    for t, plus, minus in zip(jv, shifted(eps), shifted(-eps)):
+        numerical = (plus - minus) / (2 * eps)
+        analytic = np.zeros_like(numerical) if t is None else t.numpy()
+        assert np.allclose(analytic, numerical, rtol=1e-4, atol=1e-6), sample.id
+
+    outs = [o for o in _outputs(sample.fn(*inputs)) if o.requires_grad]
+    u = [rng.standard_normal(o.shape) for o in outs]
+    vjps = grad(outs, [inputs[i] for i in diff], u, allow_unused=True)
+    lhs = sum(np.sum(ui * (0 if t is None else t.numpy())) for ui, t in zip(u, jv))
+    rhs = sum(np.sum((0 if g is None else g.numpy()) * v[i]) for g, i in zip(vjps, diff))
+    assert np.isclose(lhs, rhs, rtol=1e-8, atol=1e-10), (lhs, rhs)

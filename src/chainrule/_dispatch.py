@@ -10,6 +10,8 @@ grad mode is off, no node is built and nothing is saved.
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from . import _mode
@@ -22,6 +24,13 @@ _NO_EDGE = (None, 0)
 _ndarray = np.ndarray
 _asarray = np.asarray
 _FORWARD_ERRORS = (ValueError, IndexError, TypeError)
+
+# The active forward-mode level (0: none), set by autograd.forward_ad.dual_level. One global
+# read per op is all that forward mode costs when it is off.
+DUAL_LEVEL = 0
+# Tangents of the inputs and output of recorded nodes, while a dual level is active: a
+# create_graph backward rebuilds saved values with them (forward-over-reverse).
+NODE_TANGENTS = weakref.WeakKeyDictionary()
 
 
 def apply(op, inputs, attrs=()):
@@ -77,10 +86,14 @@ def make_call(op):
                 except _FORWARD_ERRORS as e:
                     raise _forward_error(op, (x,), e) from None
                 if x._requires_grad and _STATE.enabled:
-                    return _record(op, (x,), (d,), attrs, out, 1)
-                if single:
-                    return _output(out, None, 0, [0])
-                return _plain(op, out, x._vc if view else [0])
+                    result = _record(op, (x,), (d,), attrs, out, 1)
+                elif single:
+                    result = _output(out, None, 0, [0])
+                else:
+                    result = _plain(op, out, x._vc if view else [0])
+                if DUAL_LEVEL:
+                    _tangent(op, (x,), (d,), attrs, out, result)
+                return result
             try:
                 out = forward(x, *attrs)
             except _FORWARD_ERRORS as e:
@@ -107,10 +120,14 @@ def make_call(op):
             except _FORWARD_ERRORS as e:
                 raise _forward_error(op, (a, b), e) from None
             if mask and _STATE.enabled:
-                return _record(op, (a, b), (da, db), attrs, out, mask)
-            if single:
-                return _output(out, None, 0, [0])
-            return _plain(op, out, a._vc if view else [0])
+                result = _record(op, (a, b), (da, db), attrs, out, mask)
+            elif single:
+                result = _output(out, None, 0, [0])
+            else:
+                result = _plain(op, out, a._vc if view else [0])
+            if DUAL_LEVEL:
+                _tangent(op, (a, b), (da, db), attrs, out, result)
+            return result
 
     else:
         def call(*args):
@@ -134,8 +151,12 @@ def make_call(op):
             except _FORWARD_ERRORS as e:
                 raise _forward_error(op, inputs, e) from None
             if mask and _STATE.enabled:
-                return _record(op, inputs, datas, attrs, out, mask)
-            return _plain(op, out, inputs[0]._vc if view else [0])
+                result = _record(op, inputs, datas, attrs, out, mask)
+            else:
+                result = _plain(op, out, inputs[0]._vc if view else [0])
+            if DUAL_LEVEL:
+                _tangent(op, inputs, datas, attrs, out, result)
+            return result
 
     call.__name__ = call.__qualname__ = op.name
     return call
@@ -260,3 +281,65 @@ def refresh_view(x):
         t = apply(op, (t,), attrs)
     x._grad_fn, x._output_nr, x._requires_grad = t._grad_fn, t._output_nr, t._requires_grad
     ex["root_fn"] = root._grad_fn
+
+
+def tangent_of(x, level=None):
+    """The tangent (an array) carried by ``x`` at the active dual level, or None."""
+    if not isinstance(x, Tensor) or not x._extra:
+        return None
+    entry = x._extra.get("tangent")
+    if entry is None or entry[0] != (DUAL_LEVEL if level is None else level):
+        return None
+    return entry[1]
+
+
+def set_tangent(t, tangent):
+    t._extra_set("tangent", (DUAL_LEVEL, tangent))
+
+
+def _tangent(op, inputs, datas, attrs, out, result):
+    """Forward mode: the output tangent from the JVP rules, summed over the inputs."""
+    ts = [tangent_of(x) for x in inputs]
+    if all(t is None for t in ts):
+        return
+    from ._ns import RAW
+
+    def args(params, pool):
+        return [pool[op.pool.index(p)] for p in params]
+
+    shapes = [np.shape(d) for d in datas]
+    if op.variadic:
+        fn, params = _jvp_rule(op, 0)
+        t_out = fn(RAW, ts, *args(params, (datas, out, *attrs, shapes)))
+    else:
+        pool = (*datas, out, *attrs, *shapes)
+        t_out = None
+        for i, t in enumerate(ts):
+            if t is None:
+                continue
+            fn, params = _jvp_rule(op, i)
+            part = fn(RAW, t, *args(params, pool))
+            t_out = part if t_out is None else _add_tangents(t_out, part)
+    outs = (result,) if op.nout == 1 else result
+    parts = (t_out,) if op.nout == 1 else (t_out or (None,) * op.nout)
+    for r, o, part in zip(outs, (out,) if op.nout == 1 else out, parts):
+        if part is not None and np.asarray(o).dtype.kind == "f":
+            dtype = np.asarray(o).dtype
+            set_tangent(r, np.array(np.broadcast_to(part, np.shape(o)), dtype=dtype))
+    node = outs[0]._grad_fn
+    if node is not None:
+        NODE_TANGENTS[node] = (DUAL_LEVEL, ts, [tangent_of(r) for r in outs])
+
+
+def _jvp_rule(op, i):
+    rule = op.jvp_rules.get(op.inputs[i])
+    if rule is None:
+        raise NotImplementedError(
+            f"forward-mode AD: {op.name} has no JVP rule for its input {op.inputs[i]!r}")
+    return rule
+
+
+def _add_tangents(a, b):
+    if isinstance(a, tuple):
+        return tuple(y if x is None else x if y is None else x + y for x, y in zip(a, b))
+    return a + b

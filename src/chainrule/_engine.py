@@ -159,9 +159,7 @@ def _walk(roots, seeds, retain_graph, accumulate, capture, only, graph_ns):
         else:  # several outputs, or a custom Function
             if needed is not None and node not in needed:
                 continue
-            if g is None:
-                g = [None] * node.nout
-            if all(x is None for x in g):
+            if g is None or (node.nout != 1 and all(x is None for x in g)):
                 input_grads = None
             else:
                 input_grads = node._vjp_graph(g, F) if graph else node._vjp(g, F)

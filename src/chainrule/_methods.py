@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import ops
+from . import _dispatch, ops
 from ._mode import STATE
 from ._tensor import Tensor, wrap
 from .ops.elementwise import ADD, DIV, MUL, POW, SUB
@@ -45,6 +45,10 @@ def _to(self, *args, dtype=None, **kwargs):
 
 
 def _recording(self, other):
+    """True when an in-place update must go through the op (graph or tangents to update)."""
+    if _dispatch.DUAL_LEVEL and (_dispatch.tangent_of(self) is not None
+                                 or _dispatch.tangent_of(other) is not None):
+        return True
     return STATE.enabled and (self._requires_grad
                               or (isinstance(other, Tensor) and other._requires_grad))
 

@@ -125,15 +125,18 @@ class OpNode(Node):
             self._check_versions()
         plan = self.plan
         n_inputs = 1 if plan.variadic else len(plan.op.inputs)
+        tangents = _tangents_of(self)  # forward-over-reverse: saved values keep tangents
         args = []
         for slot, value in zip(plan.slots, saved):
             if slot < n_inputs:
                 if plan.variadic:
-                    value = [_with_history(v, e) for v, e in zip(value, self.next_functions)]
+                    value = [_with_history(v, e, tangents and tangents[0][j])
+                             for j, (v, e) in enumerate(zip(value, self.next_functions))]
                 else:
-                    value = _with_history(value, self.next_functions[slot])
+                    value = _with_history(value, self.next_functions[slot],
+                                          tangents and tangents[0][slot])
             elif slot == n_inputs:
-                value = self._outputs_with_history(value)
+                value = self._outputs_with_history(value, tangents and tangents[1])
             args.append(value)
         args = tuple(args)
         if plan.variadic:
@@ -142,12 +145,12 @@ class OpNode(Node):
             return rule(F, g, needs, *get(args))
         return [None if r is None else r[0](F, g, *r[1](args)) for r in plan.rules]
 
-    def _outputs_with_history(self, out):
+    def _outputs_with_history(self, out, tangents=None):
         if self.nout == 1:
-            return _fill(_new(Tensor), out, self, 0)
+            return _tangent_on(_fill(_new(Tensor), out, self, 0), tangents and tangents[0])
         diff = self.plan.op.out_diff
-        return tuple(_fill(_new(Tensor), o, self if i in diff else None, i)
-                     for i, o in enumerate(out))
+        return tuple(_tangent_on(_fill(_new(Tensor), o, self if i in diff else None, i),
+                                 tangents and tangents[i]) for i, o in enumerate(out))
 
     def _check_versions(self):
         for k, vc, version in self.checks:
@@ -195,14 +198,33 @@ class MultiOpNode(OpNode):
         return OpNode._vjp_graph(self, tuple(g), F)
 
 
-def _with_history(data, edge):
+def _with_history(data, edge, tangent=None):
     """A Tensor holding saved ``data`` whose history is ``edge`` = (node, output_nr)."""
     node, nr = edge
     if node is None:
-        return wrap(data)
+        return _tangent_on(wrap(data), tangent)
     if type(node) is AccumulateGrad:
         return node.variable
-    return _fill(_new(Tensor), data, node, nr)
+    return _tangent_on(_fill(_new(Tensor), data, node, nr), tangent)
+
+
+def _tangents_of(node):
+    from . import _dispatch
+
+    if not _dispatch.DUAL_LEVEL:
+        return None
+    entry = _dispatch.NODE_TANGENTS.get(node)
+    if entry is None or entry[0] != _dispatch.DUAL_LEVEL:
+        return None
+    return entry[1], entry[2]
+
+
+def _tangent_on(t, tangent):
+    if tangent is not None:
+        from . import _dispatch
+
+        _dispatch.set_tangent(t, tangent)
+    return t
 
 
 class DelayedError(Node):

@@ -72,6 +72,8 @@ RAW = SimpleNamespace(
                                                                 accumulate),
     einsum=lambda eq, *ops: np.einsum(eq, *ops, optimize=len(ops) > 2),
     softmax=softmax_array,
+    cat=lambda xs, dim: np.concatenate(xs, axis=dim),
+    stack=lambda xs, dim: np.stack(xs, axis=dim),
 )
 
 
@@ -138,5 +140,6 @@ def _build_differentiable():
         matmul=ops.matmul, trace=ops.trace, diag=ops.diag, diagonal=ops.diagonal,
         diagonal_scatter=ops.diagonal_scatter, tril=ops.tril, triu=ops.triu,
         index_put=ops.index_put, einsum=ops.einsum, softmax=ops.softmax,
+        cat=ops.cat, stack=ops.stack,
         **_DIFFERENTIABLE_EXTRA,
     )

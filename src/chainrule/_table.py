@@ -40,8 +40,9 @@ def _params(rule, op_name, key):
     if isinstance(rule, Rule):
         return rule.fn, rule.params
     names = list(inspect.signature(rule).parameters)
-    if names[:2] != ["F", "g"] and names[:2] != ["F", "t"]:
-        raise TypeError(f"defop({op_name!r}): rule for {key!r} must start with (F, g) or (F, t)")
+    if names[:1] != ["F"] or len(names) < 2 or names[1] not in ("g", "t", "ts"):
+        raise TypeError(f"defop({op_name!r}): rule for {key!r} must start with (F, g) "
+                        "(VJP) or (F, t) (JVP; (F, ts) for a variadic op)")
     return rule, tuple(names[2:])
 
 
@@ -187,7 +188,8 @@ def defop(
         Names of non-tensor arguments (``dim``, ``keepdim``), passed after the inputs.
     jvp : dict, optional
         ``{input_name: rule(F, t, *needs)}`` returning the output tangent contributed by
-        that input's tangent ``t``.
+        that input's tangent ``t`` (a tuple, one per output, for ops with several outputs;
+        for a variadic op, ``t`` is the list of tangents, ``None`` for zero).
     math : dict
         Formula text per input (``"grad_A = grad @ B^T"``) and ``"out"`` for the JVP.
     source : str
@@ -225,7 +227,7 @@ def defop(
             if key not in op.inputs:
                 raise ValueError(f"defop({name!r}): rule for unknown input {key!r}")
             fn, params = _params(rule, name, key)
-            if variadic:  # variadic rules receive `needs` (which inputs need a grad) first
+            if variadic and table is op.vjp_rules:  # VJPs get `needs` (inputs needing grad)
                 if params[:1] != ("needs",):
                     raise TypeError(f"defop({name!r}): a variadic rule starts (F, g, needs, ...)")
                 params = params[1:]

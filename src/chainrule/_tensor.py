@@ -337,12 +337,15 @@ class Tensor:
         self._check_inplace()
         if not isinstance(self._data, np.ndarray):
             self._data = np.array(self._data)
+        tangent = self._extra.get("tangent") if self._extra else None
         if _mode.STATE.enabled:
             old = wrap(self._data.copy())
             old._requires_grad = self._requires_grad
             old._grad_fn = self._grad_fn
             old._output_nr = self._output_nr
             old._acc = self._acc
+            if tangent is not None:
+                old._extra = {"tangent": tangent}
             result = compute(old)
         else:
             result = compute(self)
@@ -357,5 +360,8 @@ class Tensor:
             self._grad_fn = result._grad_fn
             self._output_nr = result._output_nr
             self._requires_grad = True
+        new_tangent = result._extra.get("tangent") if result._extra else None
+        if new_tangent is not None or tangent is not None:  # forward mode: the tangent moves on
+            self._extra_set("tangent", new_tangent)
         self._vc[0] += 1
         return self

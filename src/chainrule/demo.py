@@ -38,6 +38,7 @@ EXAMPLES = (
     ("custom_matvec.py", "pass"),
     ("custom_matmul_square.py", "pass"),
     ("wrong_backward.py", "fail"),
+    ("implicit_matrix_equation.py", "pass"),
 )
 
 _SEED = 0

@@ -16,7 +16,7 @@ import functools
 
 import numpy as np
 
-from .. import _mode
+from .. import _dispatch, _mode
 from .._node import FREED, DelayedError, Node, accumulator
 from .._tensor import Tensor, _fill, wrap
 
@@ -217,6 +217,12 @@ class Function(metaclass=FunctionMeta):
     def backward(ctx, *grad_outputs):
         raise NotImplementedError("a Function subclass must define backward(ctx, *grads)")
 
+    @staticmethod
+    def jvp(ctx, *tangents):
+        """Forward mode: output tangent(s) for the input tangents (None for no tangent).
+        Optional; forward-mode AD through a Function without it raises."""
+        raise NotImplementedError
+
     def __init__(self, *args, **kwargs):
         raise RuntimeError(
             f"{type(self).__name__} is used through {type(self).__name__}.apply(...); "
@@ -237,6 +243,9 @@ class Function(metaclass=FunctionMeta):
             if o is not None and not isinstance(o, Tensor):
                 raise TypeError(f"{cls.__name__}.forward returned a {type(o).__name__} as "
                                 f"output {i}; outputs must be Tensors")
+        if _dispatch.DUAL_LEVEL:
+            result = _forward_mode(cls, ctx, args, result, single)
+            outputs = (result,) if single else result
         if not record:
             return result
         node = FunctionNode.__new__(FunctionNode)
@@ -261,6 +270,7 @@ class Function(metaclass=FunctionMeta):
             diff = id(o) not in ctx._non_differentiable and o.dtype.kind == "f"
             t = wrap(o._data)
             t._vc = o._vc  # one version counter: saving o and changing t in place is caught
+            t._extra = o._extra  # carries its tangent in forward mode
             if diff:
                 t._requires_grad = True
                 t._grad_fn = node
@@ -270,6 +280,33 @@ class Function(metaclass=FunctionMeta):
         node.output_meta = tuple(meta)
         node.nout = len(meta)
         return wrapped[0] if single else tuple(wrapped)
+
+
+def _forward_mode(cls, ctx, args, result, single):
+    """Attach output tangents from ``cls.jvp(ctx, *input_tangents)`` when inputs are duals."""
+    tangents = [_dispatch.tangent_of(a) for a in args]
+    if all(t is None for t in tangents):
+        return result
+    if cls.jvp is Function.jvp:
+        raise RuntimeError(
+            f"forward-mode AD through {cls.__name__} needs a static method "
+            f"jvp(ctx, *tangents) returning the output tangent(s); {cls.__name__} defines only "
+            "forward and backward"
+        )
+    with _mode.no_grad():
+        out_t = cls.jvp(ctx, *[None if t is None else wrap(t) for t in tangents])
+    outs = (result,) if single else result
+    out_t = (out_t,) if single else tuple(out_t)
+    fresh = []
+    for o, t in zip(outs, out_t):
+        if o is None or t is None:
+            fresh.append(o)
+            continue
+        o = wrap(o._data) if o._extra is None else o
+        o._extra = dict(o._extra or {})
+        _dispatch.set_tangent(o, np.array(t._data if isinstance(t, Tensor) else t, dtype=o.dtype))
+        fresh.append(o)
+    return fresh[0] if single else tuple(fresh)
 
 
 def once_differentiable(backward):

@@ -89,13 +89,24 @@ def _einsum_vjp(F, g, needs, operands, parsed):
     return grads
 
 
+def _einsum_jvp(F, ts, operands, equation):
+    """Multilinear: the tangent is the sum over operands of the einsum with that operand
+    replaced by its tangent."""
+    out = None
+    for i, t in enumerate(ts):
+        if t is not None:
+            term = F.einsum(equation, *operands[:i], t, *operands[i + 1:])
+            out = term if out is None else out + term
+    return out
+
+
 def _forward(xs, equation, parsed):
     return np.einsum(equation, *xs, optimize=len(xs) > 2)
 
 
 EINSUM = defop(
     "einsum", _forward, ("operands",), attrs=("equation", "parsed"), variadic=True,
-    vjp={"operands": _einsum_vjp},
+    vjp={"operands": _einsum_vjp}, jvp={"operands": _einsum_jvp},
     math={"operands": "grad_A = einsum('O,B,C->A', grad, b, c) (identity matrices for repeated "
                       "letters, ones for letters summed away)",
           "out": "dy = sum_i einsum(..., dx_i, ...)"},

@@ -161,7 +161,7 @@ def _max_vjp(F, g, self_shape, out, dim, keepdim):
 
 
 def _max_jvp(F, t, self_shape, out, dim, keepdim):
-    return F.sum(t * _onehot(out[1], self_shape, dim, keepdim), dim, keepdim)
+    return F.sum(t * _onehot(out[1], self_shape, dim, keepdim), dim, keepdim), None
 
 
 def _value_selecting(name, argfn):

@@ -160,6 +160,10 @@ def broadcast_to(input, shape):
     return apply(EXPAND, (input,), (tuple(shape),))
 
 
+def _dtype(tangents):
+    return next(t.dtype for t in tangents if t is not None)
+
+
 def _split_back(F, g, needs, dim, sizes):
     out = []
     start = 0
@@ -173,6 +177,9 @@ CAT = defop(
     "cat", lambda xs, dim, sizes: np.concatenate(xs, axis=dim), ("tensors",),
     attrs=("dim", "sizes"), variadic=True,
     vjp={"tensors": _split_back},
+    jvp={"tensors": lambda F, ts, tensors_shape, dim, sizes: F.cat(
+        [F.zeros(shape, _dtype(ts)) if t is None else t for t, shape in zip(ts, tensors_shape)],
+        dim)},
     math={"tensors": "grad_i = the slice of grad where tensor i was placed",
           "out": "dy = cat(dx_i)"},
     source=MOVES,
@@ -204,6 +211,9 @@ STACK = defop(
     "stack", lambda xs, dim: np.stack(xs, axis=dim), ("tensors",), attrs=("dim",),
     variadic=True,
     vjp={"tensors": _unstack},
+    jvp={"tensors": lambda F, ts, tensors_shape, dim: F.stack(
+        [F.zeros(shape, _dtype(ts)) if t is None else t for t, shape in zip(ts, tensors_shape)],
+        dim)},
     math={"tensors": "grad_i = grad selected at index i along dim", "out": "dy = stack(dx_i)"},
     source=MOVES,
 )
