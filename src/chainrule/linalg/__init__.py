@@ -6,8 +6,10 @@ matrix form and the paper it comes from (see each function's docstring).
 """
 
 from ..ops.reduction import vector_norm
+from . import decomp, inverse, norms
 from .decomp import *  # noqa: F401,F403
 from .inverse import *  # noqa: F401,F403
 from .norms import *  # noqa: F401,F403
 
-__all__ = ["vector_norm"]
+__all__ = ["vector_norm", *decomp.__all__,
+           *(n for n in inverse.__all__ if n not in decomp.__all__), *norms.__all__]
