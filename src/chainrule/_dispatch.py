@@ -302,7 +302,12 @@ def _tangent(op, inputs, datas, attrs, out, result):
     ts = [tangent_of(x) for x in inputs]
     if all(t is None for t in ts):
         return
+    from ._batched import Batched, namespace
     from ._ns import RAW
+
+    # A batch of tangents (jacfwd: one per column) runs the same rules on the batched
+    # namespace; the output tangent is then Batched too.
+    F = namespace() if any(isinstance(t, Batched) for t in ts) else RAW
 
     def args(params, pool):
         return [pool[op.pool.index(p)] for p in params]
@@ -310,7 +315,7 @@ def _tangent(op, inputs, datas, attrs, out, result):
     shapes = [np.shape(d) for d in datas]
     if op.variadic:
         fn, params = _jvp_rule(op, 0)
-        t_out = fn(RAW, ts, *args(params, (datas, out, *attrs, shapes)))
+        t_out = fn(F, ts, *args(params, (datas, out, *attrs, shapes)))
     else:
         pool = (*datas, out, *attrs, *shapes)
         t_out = None
@@ -318,14 +323,17 @@ def _tangent(op, inputs, datas, attrs, out, result):
             if t is None:
                 continue
             fn, params = _jvp_rule(op, i)
-            part = fn(RAW, t, *args(params, pool))
+            part = fn(F, t, *args(params, pool))
             t_out = part if t_out is None else _add_tangents(t_out, part)
     outs = (result,) if op.nout == 1 else result
     parts = (t_out,) if op.nout == 1 else (t_out or (None,) * op.nout)
     for r, o, part in zip(outs, (out,) if op.nout == 1 else out, parts):
         if part is not None and np.asarray(o).dtype.kind == "f":
             dtype = np.asarray(o).dtype
-            set_tangent(r, np.array(np.broadcast_to(part, np.shape(o)), dtype=dtype))
+            if isinstance(part, Batched):
+                set_tangent(r, Batched(part.rows(np.shape(o), dtype)))
+            else:
+                set_tangent(r, np.array(np.broadcast_to(part, np.shape(o)), dtype=dtype))
     node = outs[0]._grad_fn
     if node is not None:
         NODE_TANGENTS[node] = (DUAL_LEVEL, ts, [tangent_of(r) for r in outs])

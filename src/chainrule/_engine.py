@@ -82,7 +82,7 @@ def _needed(roots, targets):
 
 
 def run_backward(roots, seeds, *, retain_graph=False, accumulate=True, capture=None,
-                 only=None, create_graph=False):
+                 only=None, create_graph=False, batched=False):
     """Backpropagate ``seeds`` (arrays; Tensors with create_graph) from ``roots`` (pairs
     ``(node, output_nr)``).
 
@@ -95,9 +95,22 @@ def run_backward(roots, seeds, *, retain_graph=False, accumulate=True, capture=N
     create_graph : run the rules on Tensors through the differentiable namespace, so the
         cotangents (and ``.grad``) carry a graph that can be differentiated again.
 
+    batched : the seeds are ``chainrule._batched.Batched`` (a batch of cotangents along a
+        leading axis), the rules run on the batched namespace and captured cotangents are
+        Batched: all rows of a Jacobian in one pass. Only with ``capture`` and
+        ``accumulate=False``, without create_graph. A custom Function or a hook in the way
+        raises NotImplementedError (pass retain_graph=True to fall back to one row a pass).
+
     A node's buffer is its cotangent (single-output nodes) or a list of them, ``None`` for
     a zero that never arrived.
     """
+    if batched:
+        if create_graph or accumulate:
+            raise ValueError("run_backward(batched=True) needs accumulate=False (use capture) "
+                             "and create_graph=False")
+        from ._batched import namespace
+
+        return _walk(roots, seeds, retain_graph, False, capture, only, False, namespace())
     if not create_graph:
         return _walk(roots, seeds, retain_graph, accumulate, capture, only, False)
     from ._mode import enable_grad
@@ -107,10 +120,12 @@ def run_backward(roots, seeds, *, retain_graph=False, accumulate=True, capture=N
         return _walk(roots, seeds, retain_graph, accumulate, capture, only, differentiable())
 
 
-def _walk(roots, seeds, retain_graph, accumulate, capture, only, graph_ns):
-    """run_backward's loop; ``graph_ns`` is the differentiable namespace, or False."""
+def _walk(roots, seeds, retain_graph, accumulate, capture, only, graph_ns, batched_ns=None):
+    """run_backward's loop; ``graph_ns`` is the differentiable namespace, or False;
+    ``batched_ns`` the batched namespace for a batch of cotangents (run_backward(batched))."""
     graph = graph_ns is not False
-    F = graph_ns if graph else RAW
+    F = graph_ns if graph else RAW if batched_ns is None else batched_ns
+    plain = not graph and batched_ns is None  # cotangents are ndarrays
     root_nodes = list(dict.fromkeys(node for node, _ in roots))
     deps = _dependencies(root_nodes)
     buffers = {}
@@ -132,6 +147,8 @@ def _walk(roots, seeds, retain_graph, accumulate, capture, only, graph_ns):
         node = take()
         g = pop(node, None)
         if node.pre_hooks or node in capture_nodes:
+            if node.pre_hooks and batched_ns is not None:
+                raise NotImplementedError(_unbatchable(node, "has a hook"))
             g = _hooks_and_capture(node, g, capture_nodes, capture, captured)
         if type(node) is OpNode:  # the common case, kept short
             if needed is not None and node not in needed:
@@ -162,6 +179,8 @@ def _walk(roots, seeds, retain_graph, accumulate, capture, only, graph_ns):
             if g is None or (node.nout != 1 and all(x is None for x in g)):
                 input_grads = None
             else:
+                if batched_ns is not None and type(node) is not MultiOpNode:
+                    raise NotImplementedError(_unbatchable(node, None))
                 input_grads = node._vjp_graph(g, F) if graph else node._vjp(g, F)
             if not retain_graph:
                 node._release()
@@ -182,7 +201,7 @@ def _walk(roots, seeds, retain_graph, accumulate, capture, only, graph_ns):
                         if old is None:
                             buffers[child] = ig
                             if type(child) is AccumulateGrad and is_op and ig is not g \
-                                    and not graph and ig.base is None:
+                                    and plain and ig.base is None:
                                 fresh.add(child)
                         else:
                             buffers[child] = old + ig
@@ -194,6 +213,17 @@ def _walk(roots, seeds, retain_graph, accumulate, capture, only, graph_ns):
             if count == 0:
                 make_ready(child)
     return captured
+
+
+def _unbatchable(node, why):
+    """The NotImplementedError message of run_backward(batched=True) at ``node``."""
+    fn = getattr(node, "fn", None)  # a custom Function's node knows its class
+    if why is None:
+        why = "is a custom Function" if fn is not None else "is not a primitive of the table"
+    name = getattr(fn, "__name__", None) or node.name()
+    return (f"a batched backward (a batch of cotangents, as jacrev uses) cannot run through "
+            f"{name}: it {why}, whose backward takes one cotangent at a time; compute the "
+            "rows one backward pass each")
 
 
 def _add(buffers, node, nr, g):

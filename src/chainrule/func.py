@@ -181,13 +181,25 @@ def jvp(func, primals, tangents, *, has_aux=False):
     primals, tangents = tuple(primals), tuple(tangents)
     if len(primals) != len(tangents):
         raise ValueError(f"jvp: {len(primals)} primals but {len(tangents)} tangents")
-    with _dual_level():
+    if _dispatch.DUAL_LEVEL:
+        raise NotImplementedError(
+            "jvp inside another forward-mode transform (jvp, jacfwd, hessian's outer pass) is "
+            "not supported: tangents have one level. Differentiate the outer function by "
+            "reverse mode instead (forward-over-reverse: jacfwd(jacrev(f)), hvp)."
+        )
+    if any(isinstance(x, Tensor) and x.requires_grad
+           for p in primals for x in tree_flatten(p)[0]):
+        raise NotImplementedError(
+            "jvp inside a reverse-mode transform (grad, vjp, jacrev) is not supported: the "
+            "tangents are not recorded, so their derivative would be lost. Use "
+            "forward-over-reverse instead (hvp, jacfwd(jacrev(f)))."
+        )
+    with fwAD.dual_level():
         duals, record = [], False
         for p, t in zip(primals, tangents):
             ps, spec = tree_flatten(p)
             ts, _ = tree_flatten(t)
             ps = [_as_tensor(a) for a in ps]
-            record = record or any(a.requires_grad for a in ps)  # an outer reverse transform
             duals.append(tree_unflatten([fwAD.make_dual(a, _as_tensor(b))
                                          for a, b in zip(ps, ts)], spec))
         out = func(*duals)
@@ -202,30 +214,20 @@ def jvp(func, primals, tangents, *, has_aux=False):
     return (primal_out, tangent_out, aux) if has_aux else (primal_out, tangent_out)
 
 
-class _dual_level:
-    """A dual level, or nothing when one is already active (nested forward transforms)."""
-
-    def __enter__(self):
-        self.owner = not _dispatch.DUAL_LEVEL
-        if self.owner:
-            fwAD.enter_dual_level()
-
-    def __exit__(self, *exc):
-        if self.owner:
-            fwAD.exit_dual_level()
-        return False
-
-
 def _one_hot_batches(shapes, dtypes):
-    """For leaves of ``shapes``: per leaf an array (N, *shape), N = total size, holding the
-    identity on that leaf's block of rows and zeros elsewhere."""
+    """For leaves of ``shapes``: per leaf a batch (N, *shape), N = total size, holding the
+    identity on that leaf's block of rows and zeros elsewhere. A single vector leaf gets the
+    structured identity (``DiagBatched``), which rules can carry without forming it."""
+    from ._batched import DiagBatched
+
     sizes = [int(np.prod(s)) for s in shapes]
     total = sum(sizes)
+    if len(shapes) == 1 and len(shapes[0]) == 1:
+        return [DiagBatched(np.ones(total, dtype=dtypes[0]))], sizes
+    eye = np.eye(total)
     batches, start = [], 0
     for shape, size, dtype in zip(shapes, sizes, dtypes):
-        b = np.zeros((total, size), dtype=dtype)
-        b[start:start + size] = np.eye(size, dtype=dtype)
-        batches.append(b.reshape((total,) + tuple(shape)))
+        batches.append(eye[:, start:start + size].astype(dtype).reshape((total,) + tuple(shape)))
         start += size
     return batches, sizes
 
@@ -279,6 +281,7 @@ def _recorded_rows(outs, inputs, cots):
     transform can differentiate them."""
     from .ops import stack
 
+    cots = [np.asarray(c) for c in cots]  # row by row: the materialized seeds
     total = cots[0].shape[0] if cots else 0
     rows = [[] for _ in inputs]
     with _mode.enable_grad():

@@ -287,6 +287,10 @@ def _forward_mode(cls, ctx, args, result, single):
     tangents = [_dispatch.tangent_of(a) for a in args]
     if all(t is None for t in tangents):
         return result
+    if any(type(t).__name__ in ("Batched", "DiagBatched") for t in tangents):
+        # A user's jvp takes one tangent per input; chainrule.func then runs one column at a
+        # time instead of a batch.
+        raise NotImplementedError(f"{cls.__name__}.jvp cannot take a batch of tangents")
     if cls.jvp is Function.jvp:
         raise RuntimeError(
             f"forward-mode AD through {cls.__name__} needs a static method "

@@ -46,6 +46,8 @@ def _matmul_other(F, g, self, other):
             return g * self
         return F.unsqueeze(self, -1) * F.unsqueeze(g, -2)  # (k, 1) * (..., 1, n)
     if other.ndim == 1:  # (..., m, k) @ (k,)
+        if self.ndim == 2:  # A^T g, written g @ A: one product, no reshapes
+            return F.matmul(g, self)
         return F.squeeze(F.matmul(F.mT(self), F.unsqueeze(g, -1)), -1)
     return F.matmul(F.mT(self), g)
 

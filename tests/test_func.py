@@ -1,0 +1,174 @@
+"""chainrule.func and chainrule.autograd.functional: known derivatives, agreement of
+jacrev / jacfwd / central differences, pytrees, Newton's method."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import chainrule as cr
+from chainrule import func as F
+from chainrule.autograd import functional as AF
+
+RNG = np.random.default_rng(3)
+
+
+def T(a):
+    return cr.tensor(np.asarray(a, dtype=float))
+
+
+def numerical_jacobian(f, x, eps=1e-6):
+    x = np.asarray(x, dtype=float)
+    cols = []
+    for k in range(x.size):
+        e = np.zeros(x.size)
+        e[k] = eps
+        plus = f(T(x + e.reshape(x.shape))).numpy()
+        minus = f(T(x - e.reshape(x.shape))).numpy()
+        cols.append(((plus - minus) / (2 * eps)).reshape(-1))
+    out_shape = f(T(x)).shape
+    return np.stack(cols, axis=-1).reshape(tuple(out_shape) + x.shape)
+
+
+W = RNG.standard_normal((3, 5))
+FUNCTIONS = {  # R^n -> R^m with n != m
+    "tanh_affine": lambda x: (T(W) @ x).tanh(),
+    "softmax": lambda x: cr.softmax(T(W) @ x, dim=0),
+    "outer_sum": lambda x: cr.outer(x[:2], x[2:]).sum(dim=0),
+    "norms": lambda x: cr.stack([cr.linalg.vector_norm(x), x.prod(), cr.logsumexp(x, 0)]),
+    "matrix": lambda x: x.reshape(5, 1) @ x[:3].reshape(1, 3),
+}
+
+
+@pytest.mark.parametrize("name", FUNCTIONS)
+def test_jacrev_jacfwd_and_central_differences_agree(name):
+    f = FUNCTIONS[name]
+    x = RNG.standard_normal(5)
+    expected = numerical_jacobian(f, x)
+    rev = F.jacrev(f)(T(x)).numpy()
+    fwd = F.jacfwd(f)(T(x)).numpy()
+    assert rev.shape == expected.shape == fwd.shape
+    assert np.allclose(rev, expected, atol=1e-6)
+    assert np.allclose(fwd, expected, atol=1e-6)
+
+
+def test_hessian_of_quadratic_form_is_a_plus_a_transpose():
+    A = RNG.standard_normal((4, 4))
+    H = F.hessian(lambda x: x @ (T(A) @ x))(T(RNG.standard_normal(4)))
+    assert np.allclose(H.numpy(), A + A.T)
+
+
+def test_hessian_of_logsumexp_is_diag_p_minus_p_p_transpose():
+    x = RNG.standard_normal(5)
+    p = np.exp(x - np.log(np.exp(x).sum()))
+    H = F.hessian(lambda x: cr.logsumexp(x, 0))(T(x))
+    assert np.allclose(H.numpy(), np.diag(p) - np.outer(p, p))
+    assert np.allclose(AF.hessian(lambda x: cr.logsumexp(x, 0), T(x)).numpy(), H.numpy())
+
+
+def test_jvp_of_matrix_square_is_vx_plus_xv():
+    X, V = RNG.standard_normal((3, 3)), RNG.standard_normal((3, 3))
+    out, tangent = F.jvp(lambda X: X @ X, (T(X),), (T(V),))
+    assert np.allclose(out.numpy(), X @ X)
+    assert np.allclose(tangent.numpy(), V @ X + X @ V)
+
+
+def test_vjp_of_matrix_square_is_g_xt_plus_xt_g():
+    X, G = RNG.standard_normal((3, 3)), RNG.standard_normal((3, 3))
+    out, vjp_fn = F.vjp(lambda X: X @ X, T(X))
+    (gx,) = vjp_fn(T(G))
+    assert np.allclose(gx.numpy(), G @ X.T + X.T @ G)
+
+
+def test_grad_argnums_has_aux_and_value():
+    f = lambda x, y: ((x * y).sum(), {"x": x})  # noqa: E731
+    x, y = T([1.0, 2.0]), T([3.0, -1.0])
+    (gx, gy), aux = F.grad(f, argnums=(0, 1), has_aux=True)(x, y)
+    assert np.allclose(gx.numpy(), y.numpy()) and np.allclose(gy.numpy(), x.numpy())
+    assert np.array_equal(aux["x"].numpy(), x.numpy()) and not aux["x"].requires_grad
+    g, value = F.grad_and_value(lambda x: (x ** 3).sum())(x)
+    assert np.allclose(g.numpy(), 3 * x.numpy() ** 2) and np.isclose(value.item(), 9.0)
+    with pytest.raises(RuntimeError, match="scalar"):
+        F.grad(lambda x: x * 2)(x)
+
+
+def test_pytree_inputs_and_outputs():
+    params = {"w": T(RNG.standard_normal((2, 3))), "b": T(RNG.standard_normal(2))}
+    x = T(RNG.standard_normal(3))
+
+    def model(p, x):
+        return {"y": p["w"] @ x + p["b"], "s": (p["w"] ** 2).sum()}
+
+    jac = F.jacrev(model)(params, x)
+    assert set(jac) == {"y", "s"} and set(jac["y"]) == {"w", "b"}
+    assert jac["y"]["w"].shape == (2, 2, 3) and jac["y"]["b"].shape == (2, 2)
+    assert np.allclose(jac["y"]["b"].numpy(), np.eye(2))
+    assert np.allclose(jac["s"]["w"].numpy(), 2 * params["w"].numpy())
+    fwd = F.jacfwd(model)(params, x)
+    assert np.allclose(fwd["y"]["w"].numpy(), jac["y"]["w"].numpy())
+    grads = F.grad(lambda p: model(p, x)["s"])(params)
+    assert np.allclose(grads["w"].numpy(), 2 * params["w"].numpy())
+
+
+def test_grad_of_grad_and_hvp():
+    x = T([0.3, -1.2, 2.0])
+    f = lambda x: (x.tanh() * x).sum()  # noqa: E731
+    second = F.grad(lambda x: F.grad(f)(x).sum())(x).numpy()
+    t, xs = np.tanh(x.numpy()), x.numpy()
+    d2 = 2 * (1 - t**2) - 2 * xs * t * (1 - t**2)
+    assert np.allclose(second, d2)
+    v = T([1.0, 0.5, -2.0])
+    (g,), (hv,) = F.hvp(f, (x,), (v,))
+    assert np.allclose(hv.numpy(), d2 * v.numpy())
+    assert np.allclose(g.numpy(), t + xs * (1 - t**2))
+    value, hv2 = AF.hvp(f, x, v)
+    assert np.allclose(hv2.numpy(), hv.numpy()) and np.isclose(value.item(), f(x).item())
+
+
+def test_functional_jacobian_vjp_jvp():
+    f = FUNCTIONS["tanh_affine"]
+    x = RNG.standard_normal(5)
+    J = numerical_jacobian(f, x)
+    assert np.allclose(AF.jacobian(f, T(x)).numpy(), J, atol=1e-6)
+    assert np.allclose(AF.jacobian(f, T(x), strategy="forward-mode").numpy(), J, atol=1e-6)
+    u, v = RNG.standard_normal(3), RNG.standard_normal(5)
+    _, uJ = AF.vjp(f, T(x), T(u))
+    _, Jv = AF.jvp(f, T(x), T(v))
+    assert np.allclose(uJ.numpy(), u @ J, atol=1e-6) and np.allclose(Jv.numpy(), J @ v, atol=1e-6)
+    jx, jy = AF.jacobian(lambda a, b: a * b, (T([1.0, 2.0]), T([3.0, 4.0])))
+    assert np.allclose(jx.numpy(), np.diag([3.0, 4.0]))
+    assert np.allclose(jy.numpy(), np.diag([1.0, 2.0]))
+
+
+def test_newton_converges_quadratically():
+    """Newton's method on a smooth strictly convex function, with grad and hessian."""
+    A = RNG.standard_normal((3, 3))
+    A = A @ A.T + 3 * np.eye(3)
+    f = lambda x: 0.5 * x @ (T(A) @ x) + (x.exp()).sum()  # noqa: E731
+    x = T(np.ones(3))
+    norms = []
+    for _ in range(7):
+        g = F.grad(f)(x)
+        norms.append(np.linalg.norm(g.numpy()))
+        if norms[-1] < 1e-13:
+            break
+        H = F.hessian(f)(x)
+        x = T(x.numpy() - np.linalg.solve(H.numpy(), g.numpy()))
+    assert norms[-1] < 1e-12
+    # quadratic convergence: e_{k+1} <= C e_k^2 once close
+    ratios = [b / a**2 for a, b in zip(norms, norms[1:]) if 1e-10 < a < 1e-1]
+    assert ratios and max(ratios) < 10
+
+
+def test_nested_forward_mode_transforms_raise_instead_of_a_wrong_answer():
+    v = T([1.0, 0.0])
+
+    def g(a):
+        return F.jvp(lambda y: (y**3).sum(), (a,), (v,))[1]
+
+    x = T([1.0, 2.0])
+    assert np.isclose(g(x).item(), 3.0)  # alone it is right: d/dt sum((x+tv)^3) = 3 x_0^2
+    with pytest.raises(NotImplementedError, match="forward-mode transform"):
+        F.jacfwd(g)(x)
+    with pytest.raises(NotImplementedError, match="reverse-mode transform"):
+        F.jacrev(g)(x)
