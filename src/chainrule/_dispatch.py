@@ -28,6 +28,10 @@ _FORWARD_ERRORS = (ValueError, IndexError, TypeError)
 # The active forward-mode level (0: none), set by autograd.forward_ad.dual_level. One global
 # read per op is all that forward mode costs when it is off.
 DUAL_LEVEL = 0
+# "forward" or "backward" inside autograd.detect_anomaly(), else False.
+ANOMALY = False
+# DUAL_LEVEL or ANOMALY: the one flag the hot path reads (set by set_modes).
+SLOW = False
 # Tangents of the inputs and output of recorded nodes, while a dual level is active: a
 # create_graph backward rebuilds saved values with them (forward-over-reverse).
 NODE_TANGENTS = weakref.WeakKeyDictionary()
@@ -91,8 +95,8 @@ def make_call(op):
                     result = _output(out, None, 0, [0])
                 else:
                     result = _plain(op, out, x._vc if view else [0])
-                if DUAL_LEVEL:
-                    _tangent(op, (x,), (d,), attrs, out, result)
+                if SLOW:
+                    _after(op, (x,), (d,), attrs, out, result)
                 return result
             try:
                 out = forward(x, *attrs)
@@ -125,8 +129,8 @@ def make_call(op):
                 result = _output(out, None, 0, [0])
             else:
                 result = _plain(op, out, a._vc if view else [0])
-            if DUAL_LEVEL:
-                _tangent(op, (a, b), (da, db), attrs, out, result)
+            if SLOW:
+                _after(op, (a, b), (da, db), attrs, out, result)
             return result
 
     else:
@@ -154,8 +158,8 @@ def make_call(op):
                 result = _record(op, inputs, datas, attrs, out, mask)
             else:
                 result = _plain(op, out, inputs[0]._vc if view else [0])
-            if DUAL_LEVEL:
-                _tangent(op, inputs, datas, attrs, out, result)
+            if SLOW:
+                _after(op, inputs, datas, attrs, out, result)
             return result
 
     call.__name__ = call.__qualname__ = op.name
@@ -281,6 +285,27 @@ def refresh_view(x):
         t = apply(op, (t,), attrs)
     x._grad_fn, x._output_nr, x._requires_grad = t._grad_fn, t._output_nr, t._requires_grad
     ex["root_fn"] = root._grad_fn
+
+
+def set_modes(dual_level=None, anomaly=None):
+    """Change the forward-mode level and/or the anomaly mode, keeping SLOW in step."""
+    global DUAL_LEVEL, ANOMALY, SLOW
+    if dual_level is not None:
+        DUAL_LEVEL = dual_level
+    if anomaly is not None:
+        ANOMALY = anomaly
+    SLOW = bool(DUAL_LEVEL or ANOMALY)
+
+
+def _after(op, inputs, datas, attrs, out, result):
+    """The slow path after an op: forward-mode tangents, anomaly checks."""
+    if DUAL_LEVEL:
+        _tangent(op, inputs, datas, attrs, out, result)
+    if ANOMALY:
+        from .autograd import anomaly
+
+        first = result if op.nout == 1 else result[0]
+        anomaly.check_forward(op, datas, out, first._grad_fn)
 
 
 def tangent_of(x, level=None):

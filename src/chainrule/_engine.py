@@ -111,6 +111,20 @@ def run_backward(roots, seeds, *, retain_graph=False, accumulate=True, capture=N
         from ._batched import namespace
 
         return _walk(roots, seeds, retain_graph, False, capture, only, False, namespace())
+    from . import _dispatch
+
+    if _dispatch.ANOMALY:  # ops that run now belong to a backward pass (for the messages)
+        from .autograd.anomaly import IN_BACKWARD
+
+        IN_BACKWARD[0] += 1
+        try:
+            return _run(roots, seeds, retain_graph, accumulate, capture, only, create_graph)
+        finally:
+            IN_BACKWARD[0] -= 1
+    return _run(roots, seeds, retain_graph, accumulate, capture, only, create_graph)
+
+
+def _run(roots, seeds, retain_graph, accumulate, capture, only, create_graph):
     if not create_graph:
         return _walk(roots, seeds, retain_graph, accumulate, capture, only, False)
     from ._mode import enable_grad
@@ -126,6 +140,9 @@ def _walk(roots, seeds, retain_graph, accumulate, capture, only, graph_ns, batch
     graph = graph_ns is not False
     F = graph_ns if graph else RAW if batched_ns is None else batched_ns
     plain = not graph and batched_ns is None  # cotangents are ndarrays
+    from . import _dispatch
+
+    anomaly = bool(_dispatch.ANOMALY)  # detect_anomaly(): check each node's cotangents
     root_nodes = list(dict.fromkeys(node for node, _ in roots))
     deps = _dependencies(root_nodes)
     buffers = {}
@@ -185,6 +202,10 @@ def _walk(roots, seeds, retain_graph, accumulate, capture, only, graph_ns, batch
             if not retain_graph:
                 node._release()
             is_op = type(node) is MultiOpNode
+        if anomaly and input_grads is not None:
+            from .autograd.anomaly import check_backward
+
+            check_backward(node, input_grads)
         shapes = node.shapes
         i = -1
         for child, nr in node.next_functions:

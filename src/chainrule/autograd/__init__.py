@@ -16,6 +16,7 @@ from .._mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .._node import accumulator
 from .._tensor import Tensor, wrap
 from . import forward_ad
+from .anomaly import AnomalyError, detect_anomaly, is_anomaly_enabled, set_detect_anomaly
 from .function import Function, FunctionCtx, once_differentiable
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 from .implicit import custom_root, fixed_point, root
@@ -23,7 +24,8 @@ from .implicit import custom_root, fixed_point, root
 __all__ = [
     "backward", "grad", "forward_ad", "root", "custom_root", "fixed_point", "Function",
     "FunctionCtx", "once_differentiable", "gradcheck", "gradgradcheck", "GradcheckError",
-    "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
+    "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "detect_anomaly",
+    "set_detect_anomaly", "is_anomaly_enabled", "AnomalyError",
 ]
 
 

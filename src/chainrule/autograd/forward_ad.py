@@ -36,13 +36,13 @@ def enter_dual_level():
     """Start a dual level; returns its id. Only one level at a time (as in PyTorch)."""
     if _dispatch.DUAL_LEVEL:
         raise RuntimeError("a dual level is already active; nested levels are not supported")
-    _dispatch.DUAL_LEVEL = next(_ids)
+    _dispatch.set_modes(dual_level=next(_ids))
     return _dispatch.DUAL_LEVEL
 
 
 def exit_dual_level(*, level=None):
     """End the active dual level: the tangents made in it are no longer seen."""
-    _dispatch.DUAL_LEVEL = 0
+    _dispatch.set_modes(dual_level=0)
     _dispatch.NODE_TANGENTS.clear()
 
 
@@ -85,11 +85,12 @@ def make_dual(tensor, tangent, *, level=None):
 
 def _plain_view(tensor):
     """A view of ``tensor`` with its history and no tangent."""
-    level, _dispatch.DUAL_LEVEL = _dispatch.DUAL_LEVEL, 0
+    level = _dispatch.DUAL_LEVEL
+    _dispatch.set_modes(dual_level=0)
     try:
         return tensor.view(tensor.shape)
     finally:
-        _dispatch.DUAL_LEVEL = level
+        _dispatch.set_modes(dual_level=level)
 
 
 def unpack_dual(tensor, *, level=None):
