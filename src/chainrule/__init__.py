@@ -18,7 +18,7 @@ from .ops.indexing import getitem, index_put, take_along_dim  # noqa: F401
 
 _install()
 
-from . import autograd, func, linalg, optim  # noqa: E402
+from . import autograd, func, linalg, optim, viz  # noqa: E402
 from .autograd import functional as _functional  # noqa: E402,F401
 
 float32 = _np.float32
@@ -31,6 +31,6 @@ bool_ = _np.bool_
 __version__ = "0.1.0"
 
 __all__ = [
-    "Tensor", "TABLE", "autograd", "func", "linalg", "optim", "ops", "no_grad", "enable_grad",
+    "Tensor", "TABLE", "autograd", "func", "linalg", "optim", "ops", "viz", "no_grad", "enable_grad",
     "set_grad_enabled", "is_grad_enabled", "float32", "float64",
 ]
