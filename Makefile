@@ -29,7 +29,7 @@ demo: $(VENV)/.stamp-demo graphviz
 	$(PY) -m chainrule demo
 
 test: $(VENV)/.stamp-test graphviz
-	$(PY) -m ruff check src tests bench examples
+	$(PY) -m ruff check src tests bench examples tools
 	$(PY) -m pytest
 
 bench: $(VENV)/.stamp-base

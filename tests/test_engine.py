@@ -978,3 +978,13 @@ def test_inplace_on_nonleaf_matches_torch():
     h.sum().backward()
     np.testing.assert_allclose(arr(h), th.detach().numpy(), rtol=1e-12)
     np.testing.assert_allclose(arr(x.grad), tx.grad.numpy(), rtol=1e-12)
+
+
+def test_retain_grad_sees_the_gradient_after_other_hooks_as_in_pytorch_2():
+    x = cr.tensor([1.0, 2.0], requires_grad=True)
+    h = x * 1.0
+    h.retain_grad()  # registered first, but runs last
+    h.register_hook(lambda g: g * 10)
+    h.sum().backward()
+    assert np.allclose(h.grad.numpy(), [10.0, 10.0])
+    assert np.allclose(x.grad.numpy(), [10.0, 10.0])

@@ -31,6 +31,6 @@ bool_ = _np.bool_
 __version__ = "0.1.0"
 
 __all__ = [
-    "Tensor", "TABLE", "autograd", "func", "linalg", "optim", "ops", "viz", "no_grad", "enable_grad",
-    "set_grad_enabled", "is_grad_enabled", "float32", "float64",
+    "Tensor", "TABLE", "autograd", "func", "linalg", "optim", "ops", "viz", "no_grad",
+    "enable_grad", "set_grad_enabled", "is_grad_enabled", "float32", "float64",
 ]

@@ -279,7 +279,8 @@ def _capture(node, g, capture, captured):
 def _run_pre_hooks(node, g):
     grads = [g] if node.nout == 1 else list(g)
     for nr, hooks in node.pre_hooks.items():
-        for hook in list(hooks):
+        # retain_grad's hook runs last, so .grad shows what the other hooks made of it
+        for hook in sorted(hooks, key=lambda h: getattr(h, "retains_grad", False)):
             if grads[nr] is None:
                 continue
             value = grads[nr]

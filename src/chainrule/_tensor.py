@@ -198,6 +198,7 @@ class Tensor:
                            else wrap(t._grad._data + grad._data))
             return None
 
+        keep.retains_grad = True  # run after the other hooks, as PyTorch 2 does
         self._grad_fn._add_pre_hook(self._output_nr, keep)
         self._extra_set("retains_grad", True)
 

@@ -451,8 +451,9 @@ EIGH = defop(
           "out": "X = V^T sym(dA) V: dL = diagonal(X), dV = V (X / E)  (where E_ij ~ 0: 0 "
                  "if X_ij ~ 0, else nan: the eigenvectors are not differentiable there)"},
     source="Giles (2008), An extended collection of matrix derivative results for forward "
-           "and reverse mode AD, sec. 3.1; Seeger et al. (2017), Auto-differentiating linear "
-           "algebra, arXiv:1710.08717, sec. 3 (symmetric eigendecomposition)",
+           "and reverse mode AD: eigenvalues and eigenvectors; Seeger et al. (2017), "
+           "Auto-differentiating linear algebra, arXiv:1710.08717, sec. 3 (symmetric "
+           "eigendecomposition)",
     node_name="LinalgEighBackward0",
 )
 

@@ -2,7 +2,7 @@
 cholesky_solve, pinv, lstsq, matrix_exp, matrix_power, cross, multi_dot, solve_sylvester.
 
 Every derivative rule is written in matrix form. The key identity is the differential of
-the inverse, ``d(A^-1) = -A^-1 dA A^-1`` (Giles 2008, sec. 2.2.3), from which the rules of
+the inverse, ``d(A^-1) = -A^-1 dA A^-1`` (Giles 2008, the inverse), from which the rules of
 ``solve`` and friends follow by the product rule; a VJP is then read off from
 ``<G, dY> = <grad_A, dA>`` with ``<X, Y> = tr(X^T Y)``.
 
@@ -378,7 +378,7 @@ INV = defop(
     vjp={"A": lambda F, g, out: -F.matmul(F.matmul(F.mT(out), g), F.mT(out))},
     jvp={"A": lambda F, t, out: -F.matmul(F.matmul(out, t), out)},
     math={"A": "grad_A = -A^-T grad A^-T", "out": "dY = -A^-1 dA A^-1"},
-    source=GILES + ", sec. 2.2.3",
+    source=GILES + ": the inverse",
 )
 
 
@@ -395,7 +395,7 @@ DET = defop(
     math={"A": "grad_A = grad * det(A) A^-T  (the cofactor matrix; at a singular A its "
                "continuous extension det(U) det(V) U diag(prod_{j!=i} s_j) V^T from the SVD)",
           "out": "d det = det(A) tr(A^-1 dA) = <cof(A), dA>"},
-    source=GILES + ", sec. 2.2.4 (Jacobi's formula); singular case: the adjugate from the "
+    source=GILES + ": the determinant (Jacobi's formula); singular case: the adjugate from the "
            "SVD, as in the singular branch of PyTorch's linalg_det_backward",
 )
 COFACTOR = defop(
@@ -407,7 +407,7 @@ COFACTOR = defop(
                "SVD A = U S V^T: det(UV) U D V^T with D_ii = sum_{k!=i} p_ik E_kk, "
                "D_ij = -p_ij E_ji, E = U^T grad V, p_ij = prod_{l!=i,j} s_l",
           "out": "d cof(A) = H(A)[dA]"},
-    source=GILES + ", sec. 2.2.4 differentiated once more (d A^-T = -A^-T dA^T A^-T); the "
+    source=GILES + ": the determinant, differentiated once more (d A^-T = -A^-T dA^T A^-T); the "
            "singular case from cof(U S V^T) = det(UV) U cof(S) V^T and the minors of a "
            "diagonal S. The node of det's derivative, so det has all derivatives everywhere",
 )
@@ -418,7 +418,7 @@ SLOGDET = defop(
     math={"A": "grad_A = grad_logabsdet * A^-T  (sign is piecewise constant: no gradient; "
                "+-inf at a singular A, as in PyTorch)",
           "out": "dsign = 0, d logabsdet = tr(A^-1 dA)"},
-    source=GILES + ", sec. 2.2.4: d log|det A| = d det(A) / det(A)",
+    source=GILES + ": the determinant; d log|det A| = d det(A) / det(A)",
 )
 
 
@@ -462,7 +462,7 @@ SOLVE = defop(
     math={"B": "left: grad_B = A^-T grad;  left=False (X A = B): grad_B = grad A^-T",
           "A": "left: grad_A = -grad_B X^T;  left=False: grad_A = -X^T grad_B",
           "out": "left: dX = A^-1 (dB - dA X);  left=False: dX = (dB - X dA) A^-1"},
-    source=GILES + ", sec. 2.3.1; PyTorch's linalg_solve_backward for left=False",
+    source=GILES + ": the matrix inverse product; PyTorch's linalg_solve_backward for left=False",
 )
 
 
@@ -504,8 +504,8 @@ SOLVE_TRIANGULAR = defop(
                   "when unitriangular: only the entries the solve reads get a gradient",
           "out": "left: dX = A^-1 (dB - P(dA) X);  left=False: dX = (dB - X P(dA)) A^-1, "
                  "P the projection on the referenced triangle"},
-    source=GILES + ", sec. 2.3.1, restricted to the triangle read (the VJP of a masking "
-           "projection is the same mask); PyTorch's linalg_solve_triangular_backward",
+    source=GILES + ": the matrix inverse product, restricted to the triangle read (the VJP of "
+           "a masking projection is the same mask); PyTorch's linalg_solve_triangular_backward",
 )
 
 

@@ -111,7 +111,8 @@ EINSUM = defop(
                       "letters, ones for letters summed away)",
           "out": "dy = sum_i einsum(..., dx_i, ...)"},
     source="einsum is multilinear: each operand's VJP is the contraction of the cotangent with "
-           "the other operands (cf. Giles 2008, sec. 2.2; opt_einsum/JAX einsum transpose)",
+           "the other operands (cf. Giles 2008, the matrix product; opt_einsum/JAX einsum "
+           "transpose)",
 )
 
 

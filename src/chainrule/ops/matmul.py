@@ -16,7 +16,8 @@ from .._tensor import Tensor
 __all__ = ["matmul", "mm", "mv", "bmm", "dot", "inner", "outer", "trace", "diag", "diagonal",
            "diagonal_scatter", "tril", "triu"]
 
-GILES = "Giles (2008), An extended collection of matrix derivative results, sec. 2.2.1"
+GILES = ("Giles (2008), An extended collection of matrix derivative results, Report NA-08/01: "
+         "the matrix product")
 
 MM = defop(
     "mm", np.matmul, ("self", "mat2"),

@@ -62,8 +62,8 @@ def _count(shape, dim):
     return int(np.prod([shape[d] for d in dim]))
 
 
-SOURCE = "Giles (2008), An extended collection of matrix derivative results, sec. 2 (sums and \
-products are linear / multilinear maps)"
+SOURCE = ("Giles (2008), An extended collection of matrix derivative results, Report NA-08/01 "
+          "(sums and products are linear / multilinear maps)")
 
 SUM = defop(
     "sum", lambda x, dim, keepdim: np.sum(x, axis=dim, keepdims=keepdim), ("self",),
