@@ -5,17 +5,35 @@ Commands
 demo
     Train an MLP on scikit-learn's digits, gradcheck it and run the custom-Function
     examples (see :mod:`chainrule.demo`).
+check
+    Validate the custom ``autograd.Function`` subclasses of a Python file (see
+    :mod:`chainrule.autograd.validate`): one table row per Function, exit status 1 when
+    any check fails, so it can run in CI.
+explain
+    Print an op's derivative rules from the derivative table (signature, forward, VJP and
+    JVP formulas, source), or list the whole table with ``--all``.
 
-Each command is a ``_cmd_<name>(args) -> int`` function registered in :func:`build_parser`;
-adding one (``check``, ``explain``) means adding a subparser and such a function.
+Each command is a ``_cmd_<name>(args) -> int`` function registered in :func:`build_parser`.
+Exit status: 0 success, 1 a check failed, 2 a usage error (bad arguments, missing file,
+no Function found, unknown op).
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
+import hashlib
+import importlib.util
+import inspect
 import sys
+import textwrap
+import traceback
+from pathlib import Path
 
 from . import demo
+
+#: Exit status of a usage error (as argparse uses).
+USAGE = 2
 
 
 def _positive_int(text):
@@ -36,6 +54,444 @@ def _cmd_demo(args):
               f"{'passed' if result['gradcheck'] else 'FAILED'}: "
               f"{'OK' if result['ok'] else 'FAILED'}")
     return 0 if result["ok"] else 1
+
+
+# --- check ----------------------------------------------------------------------------------
+
+
+def parse_shapes(text):
+    """Parse ``--shapes``: comma-separated shapes, dimensions joined by ``x``.
+
+    Parameters
+    ----------
+    text : str
+        ``"3x5,5"``; ``()`` stands for a 0-d (scalar) tensor.
+
+    Returns
+    -------
+    list of tuple of int
+        ``[(3, 5), (5,)]``.
+
+    Raises
+    ------
+    argparse.ArgumentTypeError
+        For an empty shape, a dimension that is not a positive integer.
+    """
+    shapes = []
+    for part in text.split(","):
+        part = part.strip().lower()
+        if part in ("()", "scalar"):
+            shapes.append(())
+            continue
+        dims = part.split("x")
+        if not part or not all(d.strip().isdigit() and int(d) > 0 for d in dims):
+            raise argparse.ArgumentTypeError(
+                f"bad shape {part!r} in {text!r}: use positive sizes joined by 'x', shapes "
+                "separated by commas, e.g. 3x5,5 (and () for a scalar)")
+        shapes.append(tuple(int(d) for d in dims))
+    return shapes
+
+
+class _UsageError(Exception):
+    """A problem with what the user asked for: printed, exit status 2."""
+
+
+def _split_target(target):
+    """``path/to/file.py:Name`` -> (Path, "Name"); ``path/to/file.py`` -> (Path, None)."""
+    path, sep, name = target.rpartition(":")
+    if sep and name.isidentifier() and path:
+        return Path(path), name
+    return Path(target), None
+
+
+def _load_module(path):
+    """Import a Python file by path, as a module of its own."""
+    path = path.resolve()
+    digest = hashlib.sha1(str(path).encode()).hexdigest()[:8]
+    name = f"_chainrule_check_{path.stem}_{digest}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise _UsageError(f"cannot import {path}: not a Python file")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    sys.path.insert(0, str(path.parent))  # the user's file may import its neighbours
+    try:
+        spec.loader.exec_module(module)
+    except Exception as err:
+        sys.modules.pop(name, None)
+        tb = "".join(traceback.format_exception(type(err), err, err.__traceback__)[-3:])
+        raise _UsageError(f"importing {path} raised {type(err).__name__}: {err}\n{tb}") from None
+    finally:
+        sys.path.remove(str(path.parent))
+    return module
+
+
+def find_functions(module):
+    """Find the ``autograd.Function`` subclasses defined in ``module``.
+
+    Parameters
+    ----------
+    module : module
+        A loaded module (the user's file).
+
+    Returns
+    -------
+    list of type
+        The subclasses, in definition order. Classes imported into the module from
+        elsewhere, and subclasses without a ``forward`` of their own (abstract bases), are
+        left out.
+    """
+    from .autograd import Function
+
+    found = []
+    for value in vars(module).values():
+        if (isinstance(value, type) and issubclass(value, Function) and value is not Function
+                and value.__module__ == module.__name__
+                and value.forward is not Function.forward):
+            found.append(value)
+    return found
+
+
+def _select(module, path, name):
+    functions = find_functions(module)
+    if name is None:
+        if not functions:
+            raise _UsageError(f"no autograd.Function subclasses are defined in {path}")
+        return functions
+    from .autograd import Function
+
+    value = getattr(module, name, None)
+    if isinstance(value, type) and issubclass(value, Function) and value is not Function:
+        return [value]
+    names = [f.__name__ for f in functions]
+    close = difflib.get_close_matches(name, names, n=3, cutoff=0.5)
+    what = "is not an autograd.Function subclass" if value is not None else "is not defined"
+    message = f"{name} {what} in {path}."
+    if close:
+        message += f" Did you mean {', '.join(close)}?"
+    message += (f" Functions in the file: {', '.join(names)}." if names else
+                " The file defines no Function subclasses.")
+    raise _UsageError(message)
+
+
+def _example_inputs(fn, args):
+    """The arguments to validate ``fn`` at: from --shapes, else ``fn.example_inputs()``."""
+    import numpy as np
+
+    import chainrule as cr
+
+    dtype = np.dtype(args.dtype)
+    if args.shapes is not None:
+        rng = np.random.default_rng(args.seed)
+        return tuple(cr.tensor(rng.standard_normal(s).astype(dtype)) for s in args.shapes)
+    make = getattr(fn, "example_inputs", None)
+    if make is None:
+        raise _UsageError(
+            f"{fn.__name__} has no example_inputs() and no --shapes was given: add a static "
+            "method example_inputs() returning the tuple of arguments of apply, or pass "
+            "--shapes (e.g. --shapes 3x5,5)")
+    cr.manual_seed(args.seed)
+    np.random.seed(args.seed)
+    try:
+        inputs = make()
+    except Exception as err:
+        raise _UsageError(f"{fn.__name__}.example_inputs() raised {type(err).__name__}: "
+                          f"{err}") from None
+    return tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
+
+
+def _plot_path(plot, fn, several):
+    if plot is None:
+        return None
+    p = Path(plot)
+    return str(p.with_name(f"{p.stem}_{fn.__name__}{p.suffix}")) if several else str(p)
+
+
+def format_table(rows, headers):
+    """Format rows as aligned, left-justified columns under a header and a rule.
+
+    Parameters
+    ----------
+    rows : list of list of str
+    headers : list of str
+
+    Returns
+    -------
+    str
+    """
+    widths = [max(len(str(r[k])) for r in [headers] + rows) for k in range(len(headers))]
+    lines = ["  ".join(str(h).ljust(w) for h, w in zip(headers, widths)).rstrip(),
+             "  ".join("-" * w for w in widths)]
+    lines += ["  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    return "\n".join(lines)
+
+
+def _row(fn, result):
+    if result is None:
+        return [fn.__name__, "ERROR", "-", "-", "validate raised (see above)"]
+    worst = "-" if result.worst_error is None else f"{result.worst_error:.2e}"
+    failed = [c for c in result.checks if not c.passed]
+    diagnosis = ", ".join(result.diagnosis)
+    if not diagnosis and failed:
+        diagnosis = "; ".join(c.short or c.name for c in failed)
+    return [fn.__name__, "pass" if result.ok else "FAIL", worst,
+            ", ".join(c.name for c in failed) or "-", diagnosis or "-"]
+
+
+def _cmd_check(args):
+    from .autograd.validate import plot_supported, validate
+
+    try:
+        path, name = _split_target(args.target)
+        if not path.is_file():
+            raise _UsageError(f"no such file: {path}" if not path.exists()
+                              else f"not a file: {path}")
+        module = _load_module(path)
+        functions = _select(module, path, name)
+        inputs = {fn: _example_inputs(fn, args) for fn in functions}
+    except _UsageError as err:
+        print(f"chainrule check: {err}", file=sys.stderr)
+        return USAGE
+
+    can_plot = plot_supported()
+    if args.plot is not None and not can_plot:
+        print("note: this version of gradcheck has no plot= option; --plot wrote nothing")
+    rows, results = [], {}
+    for fn in functions:
+        plot = _plot_path(args.plot, fn, len(functions) > 1) if can_plot else None
+        try:
+            result = validate(fn, *inputs[fn], double=args.double, seed=args.seed,
+                              dtype=args.dtype, plot=plot, teach=args.teach, verbose=False)
+        except Exception:
+            print(f"validate({fn.__name__}) raised:")
+            traceback.print_exc(file=sys.stdout)
+            result = None
+        results[fn] = result
+        rows.append(_row(fn, result))
+        if plot is not None:
+            print(f"{fn.__name__}: plot " + (f"written to {plot}" if Path(plot).exists()
+                                             else f"not written ({plot}): gradcheck made none"))
+
+    failures = [fn for fn, r in results.items() if r is None or not r.ok]
+    for result in results.values():
+        if result is not None and (args.verbose or args.teach or not result.ok):
+            print(result.summary())
+            print()
+        if result is not None and result.teaching:
+            print(result.teaching)
+            print()
+    print(format_table(rows, ["Function", "result", "worst error", "failed checks",
+                              "diagnosis"]))
+    checks = "outputs, gradcheck" + (", gradgradcheck" if args.double else "") + \
+        ", adjoint, in-place"
+    n = len(functions)
+    print(f"\n{n} Function{'s' if n != 1 else ''} checked ({checks}): "
+          f"{n - len(failures)} passed, {len(failures)} failed")
+    return 1 if failures else 0
+
+
+# --- explain --------------------------------------------------------------------------------
+
+
+def _public_functions():
+    """``{op name: [public names]}`` from the ``.ops`` of documented public functions."""
+    import chainrule as cr
+
+    found = {}
+    for prefix, namespace in (("chainrule", cr), ("chainrule.linalg", cr.linalg)):
+        for attr in sorted(dir(namespace)):
+            fn = getattr(namespace, attr, None)
+            if attr.startswith("_") or not callable(fn) or not hasattr(fn, "ops"):
+                continue
+            if getattr(fn, "__name__", attr) != attr:  # an alias (concat = cat)
+                continue
+            for op in fn.ops:
+                found.setdefault(op.name, []).append((f"{prefix}.{attr}", fn))
+    return found
+
+
+def _lookup(name):
+    """The table ops ``name`` refers to: a table name, a node name or a public function."""
+    from ._table import TABLE
+
+    if name in TABLE:
+        return [TABLE[name]]
+    key = name.lower()
+    for op in TABLE.values():
+        node = op.node_name.lower()
+        if key in (node, node.rstrip("0123456789"), op.name.lower()):
+            return [op]
+    import chainrule as cr
+
+    for namespace in (cr, cr.linalg):
+        fn = getattr(namespace, name, None)
+        if callable(fn) and hasattr(fn, "ops"):
+            return list(fn.ops)
+    return []
+
+
+def _candidates():
+    from ._table import TABLE
+
+    names = list(TABLE) + [op.node_name for op in TABLE.values()]
+    return names + [n.split(".")[-1] for ps in _public_functions().values() for n, _ in ps]
+
+
+def _signature(op):
+    inputs = ", ".join(op.inputs)
+    attrs = f", *, {', '.join(op.attrs)}" if op.attrs else ""
+    return f"{op.name}({inputs}{attrs})"
+
+
+def _where(op):
+    """``file:line`` of the op's first VJP rule, relative to the package's parent."""
+    fn = next(iter(op.vjp_rules.values()))[0]
+    fn = getattr(fn, "deriv", fn)
+    try:
+        file = Path(inspect.getsourcefile(fn))
+        line = inspect.getsourcelines(fn)[1]
+    except (TypeError, OSError):
+        return None
+    root = Path(__file__).resolve().parents[1]
+    try:
+        file = file.resolve().relative_to(root)
+    except ValueError:
+        pass
+    return f"{file}:{line}"
+
+
+def _first_paragraph(doc):
+    doc = inspect.cleandoc(doc or "").replace("``", "")
+    return " ".join(doc.split("\n\n")[0].split()) if doc else ""
+
+
+def _kernel(fn):
+    """A name for an op's forward kernel: ``numpy.matmul``, or where a lambda is defined."""
+    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", repr(fn))
+    module = getattr(fn, "__module__", None) or "numpy"
+    if "<lambda>" in name:
+        try:
+            path = Path(inspect.getsourcefile(fn)).resolve()
+            path = path.relative_to(Path(__file__).resolve().parents[1])
+            return f"NumPy kernel (lambda at {path}:{inspect.getsourcelines(fn)[1]})"
+        except (TypeError, OSError, ValueError):
+            return f"NumPy kernel (lambda in {module})"
+    return f"{module}.{name}"
+
+
+def explain_op(op, width=100):
+    """The text ``python -m chainrule explain NAME`` prints for one op.
+
+    Parameters
+    ----------
+    op : chainrule._table.Op
+        An entry of :data:`chainrule.TABLE`.
+    width : int
+        Line width the formulas are wrapped at.
+
+    Returns
+    -------
+    str
+    """
+    label = 12
+
+    def field(key, text, indent=2):
+        head = " " * indent + f"{key:<{label}}"
+        return textwrap.fill(text, width, initial_indent=head,
+                             subsequent_indent=" " * (indent + label + 2),
+                             break_on_hyphens=False, break_long_words=False)
+
+    public = _public_functions().get(op.name, [])
+    public.sort(key=lambda p: p[0].split(".")[-1] != op.name)  # chainrule.mm first for mm
+    kernel = _kernel(op.forward)
+    lines = [f"{op.name}  (graph node {op.node_name})", field("signature", _signature(op))]
+    kind = ("a sequence of tensors" if op.variadic else
+            "a tensor" if len(op.inputs) == 1 else "tensors")
+    lines.append(field("inputs", f"{', '.join(op.inputs)} ({kind}, differentiable)"))
+    lines.append(field("attrs", ", ".join(op.attrs) + " (not differentiated)"
+                       if op.attrs else "none"))
+    if op.nout > 1:
+        lines.append(field("outputs", f"{op.nout} (differentiable: "
+                           f"{', '.join(map(str, op.out_diff))})"))
+    doc = next((_first_paragraph(fn.__doc__) for _, fn in public if fn.__doc__), "")
+    lines.append(field("forward", kernel + (f": {doc}" if doc else "")))
+    lines.append("  VJP (reverse mode, backward: grad is the cotangent of the output, "
+                 "one rule per input)")
+    for key in op.inputs:
+        lines.append(field(key, op.math.get(key, "(no formula text)"), indent=4))
+    for key, text in op.math.items():
+        if key not in op.inputs and key != "out":
+            lines.append(field(key, text, indent=4))
+    if op.jvp_rules:
+        missing = [k for k in op.inputs if k not in op.jvp_rules]
+        note = f" (no JVP rule for {', '.join(missing)})" if missing else ""
+        lines.append("  JVP (forward mode: the output tangent from the input tangents)" + note)
+        lines.append(field("out", op.math.get("out", "(no formula text)"), indent=4))
+    else:
+        lines.append(field("JVP", "none: forward-mode AD through this op is not supported"))
+    lines.append(field("source", op.source))
+    where = _where(op)
+    if where:
+        lines.append(field("rules in", where))
+    if public:
+        lines.append(field("public", ", ".join(n for n, _ in public)))
+    return "\n".join(lines)
+
+
+def explain_all(width=100):
+    """List the derivative table, one line per op.
+
+    Parameters
+    ----------
+    width : int
+        Lines are cut (with ``...``) to this width.
+
+    Returns
+    -------
+    str
+        A header, then per op its name, inputs and VJP formulas (joined by ``;``), then the
+        number of ops.
+    """
+    from ._table import TABLE
+
+    rows = []
+    for op in TABLE.values():
+        vjp = "; ".join(op.math.get(k, "") for k in op.inputs if op.math.get(k))
+        rows.append([op.name, ", ".join(op.inputs), vjp])
+    w0 = max(len(r[0]) for r in rows)
+    w1 = max(len(r[1]) for r in rows)
+    room = max(width - w0 - w1 - 4, 20)
+    out = [f"{'op':<{w0}}  {'inputs':<{w1}}  VJP", f"{'-' * w0}  {'-' * w1}  {'-' * 3}"]
+    for name, inputs, vjp in rows:
+        vjp = " ".join(vjp.split())
+        if len(vjp) > room:
+            vjp = vjp[:room - 3].rstrip() + "..."
+        out.append(f"{name:<{w0}}  {inputs:<{w1}}  {vjp}".rstrip())
+    out.append(f"\n{len(rows)} ops. `python -m chainrule explain NAME` shows one in full.")
+    return "\n".join(out)
+
+
+def _cmd_explain(args):
+    if args.all:
+        print(explain_all())
+        return 0
+    if not args.name:
+        print("chainrule explain: name an op (e.g. matmul, MmBackward0) or pass --all",
+              file=sys.stderr)
+        return USAGE
+    ops = _lookup(args.name)
+    if not ops:
+        close = difflib.get_close_matches(args.name, sorted(set(_candidates())), n=5,
+                                          cutoff=0.6)
+        hint = f"; did you mean: {', '.join(close)}?" if close else ""
+        print(f"chainrule explain: unknown op {args.name!r}{hint} "
+              "(`python -m chainrule explain --all` lists the table)", file=sys.stderr)
+        return USAGE
+    print("\n\n".join(explain_op(op) for op in ops))
+    return 0
+
+
+# --- parser ---------------------------------------------------------------------------------
 
 
 def build_parser():
@@ -68,6 +524,51 @@ def build_parser():
     p_demo.add_argument("--no-examples", action="store_true",
                         help="skip running the examples/ scripts")
     p_demo.set_defaults(func=_cmd_demo)
+
+    p_check = sub.add_parser(
+        "check",
+        help="validate the custom autograd Functions of a Python file",
+        description="Load a Python file, find the chainrule.autograd.Function subclasses "
+                    "defined in it (or the one named after ':') and validate each: what "
+                    "backward returns, gradcheck, the adjoint identity with jvp (when "
+                    "defined) and in-place changes; --double adds gradgradcheck. Inputs "
+                    "come from a static example_inputs() on the Function, or from --shapes. "
+                    "Prints one row per Function and exits 1 when any check fails, 0 when "
+                    "all pass, 2 on a usage error.",
+    )
+    p_check.add_argument("target", metavar="FILE[:NAME]",
+                         help="path to a .py file, optionally :FunctionName")
+    p_check.add_argument("--double", action="store_true",
+                         help="also gradgradcheck (second derivatives through backward)")
+    p_check.add_argument("--plot", metavar="PNG",
+                         help="pass plot= to gradcheck (with several Functions: "
+                              "PNG_<Name>.png each)")
+    p_check.add_argument("--dtype", choices=("float64", "float32"), default="float64",
+                         help="dtype of the float inputs (default: float64)")
+    p_check.add_argument("--seed", type=int, default=0,
+                         help="seed of example_inputs()/--shapes and of the random "
+                              "cotangents (default: 0)")
+    p_check.add_argument("--shapes", type=parse_shapes, metavar="SHAPES",
+                         help="random normal inputs of these shapes instead of "
+                              "example_inputs(), e.g. 3x5,5")
+    p_check.add_argument("--teach", action="store_true",
+                         help="teaching mode: show each Function's Jacobian, the grad_output "
+                              "backward receives and grad_output^T J next to its result")
+    p_check.add_argument("-v", "--verbose", action="store_true",
+                         help="print every Function's full report, not only failing ones")
+    p_check.set_defaults(func=_cmd_check)
+
+    p_explain = sub.add_parser(
+        "explain",
+        help="show an op's derivative rules from the derivative table",
+        description="Print an op's signature, forward, VJP and JVP formulas and source "
+                    "from the derivative table. NAME is a table name (matmul, mm), a graph "
+                    "node name (MmBackward0) or a public function. --all lists the table.",
+    )
+    p_explain.add_argument("name", nargs="?", metavar="NAME", help="op to explain")
+    p_explain.add_argument("--all", action="store_true",
+                           help="list every op: name, inputs, VJP formulas")
+    p_explain.set_defaults(func=_cmd_explain)
     return parser
 
 
@@ -81,7 +582,7 @@ def main(argv=None):
     Returns
     -------
     int
-        The exit status: 0 on success.
+        The exit status: 0 on success, 1 when a check fails, 2 on a usage error.
     """
     args = build_parser().parse_args(argv)
     return args.func(args)

@@ -18,14 +18,16 @@ from .._tensor import Tensor, wrap
 from . import forward_ad
 from .anomaly import AnomalyError, detect_anomaly, is_anomaly_enabled, set_detect_anomaly
 from .function import Function, FunctionCtx, once_differentiable
-from .gradcheck import GradcheckError, gradcheck, gradgradcheck
+from .gradcheck import GradcheckError, GradcheckReport, gradcheck, gradgradcheck
 from .implicit import custom_root, fixed_point, root
+from .validate import ValidationResult, validate
 
 __all__ = [
     "backward", "grad", "forward_ad", "root", "custom_root", "fixed_point", "Function",
     "FunctionCtx", "once_differentiable", "gradcheck", "gradgradcheck", "GradcheckError",
     "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "detect_anomaly",
-    "set_detect_anomaly", "is_anomaly_enabled", "AnomalyError",
+    "set_detect_anomaly", "is_anomaly_enabled", "AnomalyError", "validate", "ValidationResult",
+    "GradcheckReport",
 ]
 
 
