@@ -108,3 +108,41 @@ def test_first_order_of_once_differentiable_is_unaffected():
     x = _x(0.5, -2.0)
     CubeOnce.apply(x).sum().backward()
     assert np.allclose(x.grad.numpy(), 3 * x.detach().numpy() ** 2)
+
+
+def test_forward_mode_through_a_function_without_jvp_raises_clearly():
+    import chainrule.autograd.forward_ad as fwAD
+
+    with fwAD.dual_level():
+        x = fwAD.make_dual(cr.tensor([1.0, 2.0]), cr.tensor([1.0, 0.0]))
+        with pytest.raises(RuntimeError, match="Cube needs a static method jvp"):
+            Cube.apply(x)
+
+
+class CubeWithJvp(Cube):
+    @staticmethod
+    def jvp(ctx, t):
+        (x,) = ctx.saved_tensors
+        return 3 * x * x * t
+
+
+def test_forward_mode_through_a_function_with_jvp():
+    import chainrule.autograd.forward_ad as fwAD
+
+    with fwAD.dual_level():
+        x = fwAD.make_dual(cr.tensor([1.0, 2.0]), cr.tensor([1.0, 0.5]))
+        tangent = fwAD.unpack_dual(CubeWithJvp.apply(x)).tangent
+    assert np.allclose(tangent.numpy(), 3 * np.array([1.0, 4.0]) * np.array([1.0, 0.5]))
+
+
+def test_functional_vhp_equals_hvp_for_a_symmetric_hessian():
+    from chainrule.autograd import functional
+
+    A = np.array([[2.0, 1.0], [1.0, 3.0]])
+    f = lambda x: 0.5 * x @ (cr.tensor(A) @ x) + x.exp().sum()  # noqa: E731
+    x, v = cr.tensor([0.1, -0.3]), cr.tensor([1.0, 2.0])
+    H = A + np.diag(np.exp(x.numpy()))
+    value, vh = functional.vhp(f, x, v)
+    _, hv = functional.hvp(f, x, v)
+    assert np.allclose(vh.numpy(), H @ v.numpy()) and np.allclose(hv.numpy(), vh.numpy())
+    assert np.isclose(value.item(), f(x).item())

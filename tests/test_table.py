@@ -38,6 +38,12 @@ def test_every_primitive_has_formula_and_source():
             assert name in op.math, f"{op.name}: no formula text for input {name!r}"
 
 
+def test_every_primitive_has_a_jvp_rule_for_every_input():
+    missing = [f"{op.name}.{name}" for op in cr.TABLE.values() for name in op.inputs
+               if name not in op.jvp_rules]
+    assert not missing, f"primitives without a JVP rule (forward mode): {missing}"
+
+
 def test_rule_namespaces_define_the_same_names():
     assert set(vars(RAW)) == set(vars(differentiable()))
 

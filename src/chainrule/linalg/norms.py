@@ -71,8 +71,8 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
     if dtype is not None:
         A = A.to(dtype)
     if ord == "fro":
-        out = reduction.vector_norm(A, 2, dim, keepdim)
-        return out
+        _to_last_two(A, dim)  # validates the dims
+        return reduction.vector_norm(A, 2, dim, keepdim)
     A, (r, c) = _to_last_two(A, dim)
     if ord in ("nuc", 2, -2):
         from .decomp import svdvals
