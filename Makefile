@@ -38,6 +38,7 @@ bench: $(VENV)/.stamp-base
 	$(PY) bench/elementwise_chain.py
 	$(PY) bench/mlp_step.py
 	$(PY) bench/linalg_svdvals_logdet.py
+	$(PY) bench/jacobian_hvp.py
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info .pytest_cache

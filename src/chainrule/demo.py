@@ -344,8 +344,9 @@ def run(epochs=DEFAULT_EPOCHS, quiet=False, examples=True):
     if ex is None:
         _say(quiet, "examples        skipped")
     else:
+        width = max(len(name) for name in ex) + 1
         for name, good in ex.items():
-            _say(quiet, f"examples/{name:<24}{'as expected' if good else 'UNEXPECTED'}")
+            _say(quiet, f"examples/{name:<{width}}{'as expected' if good else 'UNEXPECTED'}")
     _say(quiet, f"{'OK' if ok else 'FAILED'} in {seconds:.1f} s")
     return {"accuracy": acc, "gradcheck": grad_ok, "gradcheck_message": message,
             "examples": ex, "losses": losses, "seconds": seconds, "ok": ok}
