@@ -12,6 +12,7 @@ import pytest
 import chainrule as cr
 from chainrule import autograd
 from chainrule.autograd import Function, GradcheckError, gradcheck
+from functions import Cube, MatVec
 
 
 def leaf(a, dtype=np.float64):
@@ -20,30 +21,6 @@ def leaf(a, dtype=np.float64):
 
 def arr(t):
     return np.asarray(t)
-
-
-class MatVec(Function):
-    @staticmethod
-    def forward(ctx, A, x):
-        ctx.save_for_backward(A, x)
-        return A @ x
-
-    @staticmethod
-    def backward(ctx, grad):
-        A, x = ctx.saved_tensors
-        return cr.outer(grad, x), A.t() @ grad
-
-
-class Cube(Function):
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return x * x * x
-
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        return g * 3 * x * x
 
 
 A0 = np.array([[1.0, 2.0, -1.0], [0.5, -3.0, 2.0]])

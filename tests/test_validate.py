@@ -8,6 +8,7 @@ import pytest
 import chainrule as cr
 from chainrule.autograd import Function, GradcheckError, once_differentiable
 from chainrule.autograd.validate import CHECKS, ValidationResult, validate
+from functions import Cube, MatVec
 
 A0 = np.array([[1.0, 2.0, -1.0], [0.5, -3.0, 2.0]])
 X0 = np.array([0.3, -0.7, 1.1])
@@ -27,23 +28,6 @@ def run(fn, *inputs, **kwargs):
 # --- Functions under test -------------------------------------------------------------------
 
 
-class MatVec(Function):
-    @staticmethod
-    def forward(ctx, A, x):
-        ctx.save_for_backward(A, x)
-        return A @ x
-
-    @staticmethod
-    def backward(ctx, g):
-        A, x = ctx.saved_tensors
-        return cr.outer(g, x), A.t() @ g
-
-    @staticmethod
-    def jvp(ctx, dA, dx):  # a tangent is None for an input without one
-        A, x = ctx.saved_tensors
-        return (0 if dA is None else dA @ x) + (0 if dx is None else A @ dx)
-
-
 class MatSquare(Function):
     @staticmethod
     def forward(ctx, X):
@@ -61,18 +45,6 @@ class WrongMatSquare(MatSquare):
     def backward(ctx, G):
         (X,) = ctx.saved_tensors
         return 2 * X * G  # the elementwise square's backward
-
-
-class Cube(Function):
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return x * x * x
-
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        return g * 3 * x * x
 
 
 class WrongJvpCube(Cube):
