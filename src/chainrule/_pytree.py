@@ -39,7 +39,3 @@ def _build(it, spec):
     items = [_build(it, s) for s in specs]
     return tuple(items) if kind is tuple else items
 
-
-def tree_map(fn, tree):
-    leaves, spec = tree_flatten(tree)
-    return tree_unflatten([fn(x) for x in leaves], spec)

@@ -84,8 +84,8 @@ class Plan:
     versions are checked before use.
     """
 
-    __slots__ = ("op", "variadic", "keep", "vjp", "rules", "checks", "names", "needs_saved",
-                 "source", "slots", "all_shapes")
+    __slots__ = ("op", "variadic", "keep", "vjp", "rules", "checks", "names", "source",
+                 "slots", "all_shapes")
 
     def __init__(self, op, mask):
         self.op = op
@@ -102,7 +102,6 @@ class Plan:
                 per_input.append(None)
         wanted.sort(key=pool.index)
         self.names = tuple(wanted)
-        self.needs_saved = bool(wanted)
         slots = [pool.index(w) for w in wanted]
         self.slots = tuple(slots)  # pool slot of each saved value (inputs, out, attrs, shapes)
         # A rule may name the shape of an input that needs no grad (whose shape the

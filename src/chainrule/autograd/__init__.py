@@ -97,7 +97,6 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         raise RuntimeError(f"got {len(grads)} gradients for {len(tensors)} tensors")
     roots, seeds = _roots(tensors, grads, create_graph)
     only = None
-    capture = None
     if inputs is not None:
         inputs = _as_tuple(inputs)
         only = set()
@@ -106,7 +105,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
                 raise NotImplementedError("backward(inputs=...) supports leaf tensors only")
             only.add(accumulator(t))
     run_backward(roots, seeds, retain_graph=bool(retain_graph or create_graph), only=only,
-                 capture=capture, create_graph=create_graph)
+                 create_graph=create_graph)
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
