@@ -802,9 +802,8 @@ def vjp_rows(outputs, inputs, cotangents):
     each, so the result (or the error) is exactly that of ``B`` calls of
     ``chainrule.autograd.grad``.
     """
-    from ._dispatch import refresh_view
+    from ._dispatch import edge, refresh_view
     from ._engine import run_backward
-    from ._node import accumulator
 
     outputs, inputs = list(outputs), list(inputs)
     if len(cotangents) != len(outputs):
@@ -819,13 +818,13 @@ def vjp_rows(outputs, inputs, cotangents):
             raise RuntimeError(f"vjp_rows: output {i} does not require grad")
         if out._extra is not None:
             refresh_view(out)
-        roots.append((out._grad_fn or accumulator(out), out._output_nr))
+        roots.append(edge(out))
     capture, keys = {}, []
     for i, t in enumerate(inputs):
         if not isinstance(t, Tensor) or not t._requires_grad:
             raise RuntimeError(f"One of the differentiated Tensors (input {i}) does not "
                                "require grad")
-        key = (t._grad_fn or accumulator(t), t._output_nr)
+        key = edge(t)
         capture.setdefault(key, len(capture))
         keys.append(key)
     if B == 0 or not outputs:

@@ -93,8 +93,10 @@ def make_call(op):
                     result = _record(op, (x,), (d,), attrs, out, 1)
                 elif single:
                     result = _output(out, None, 0, [0])
+                elif view:
+                    result = _view_plain(op, x, out, attrs)
                 else:
-                    result = _plain(op, out, x._vc if view else [0])
+                    result = _plain(op, out, [0])
                 if SLOW:
                     _after(op, (x,), (d,), attrs, out, result)
                 return result
@@ -166,10 +168,16 @@ def make_call(op):
     return call
 
 
-def _edge(x):
+def edge(x):
+    """The graph edge ``(node, output_nr)`` that a tensor which requires grad feeds: its
+    ``grad_fn`` (brought up to date first when it is a view whose base was changed in
+    place) or its leaf's AccumulateGrad node."""
     if x._extra is not None:
         refresh_view(x)
     return (x._grad_fn or accumulator(x), x._output_nr)
+
+
+_edge = edge
 
 
 def _record(op, inputs, datas, attrs, out, mask):
@@ -207,8 +215,11 @@ def _record(op, inputs, datas, attrs, out, mask):
     if op.nout == 1:
         node = _new(OpNode)
         if op.view:
-            result = _output(out, node, 0, inputs[0]._vc)
-            _mark_view(result, inputs[0], op, attrs)
+            if shares_memory(out, datas[0]):
+                result = _output(out, node, 0, inputs[0]._vc)
+                _mark_view(result, inputs[0], op, attrs)
+            else:  # reshape had to copy: a fresh tensor, as in PyTorch
+                result = _output(out, node, 0, [0])
         else:
             if out.__class__ is not _ndarray:
                 out = _asarray(out)
@@ -258,15 +269,52 @@ def _checks(slots, inputs, result):
     return checks
 
 
+def shares_memory(out, data):
+    """True when array ``out`` is a view of ``data``'s memory. An op declared as a view
+    (reshape) may have had to copy; then its result is a fresh tensor, not a view."""
+    base = out.base
+    if base is None:
+        return False
+    return base is data or base is data.base or np.may_share_memory(out, data)
+
+
+def _view_plain(op, x, out, attrs):
+    """The output of a view op that records nothing: it still shares ``x``'s storage and
+    version counter, and remembers how it was made, so that an in-place update through it
+    can rewrite its base's history later (``buf[0].copy_(y)`` with ``y`` requiring grad)."""
+    if not shares_memory(out, x._data):
+        return _output(out, None, 0, [0])
+    result = _output(out, None, 0, x._vc)
+    _mark_view(result, x, op, attrs)
+    return result
+
+
 def _mark_view(view, base, op, attrs):
-    """Remember how ``view`` was made from its root tensor, so its history can be rebuilt
-    when the root's history is rewritten by an in-place update (see refresh_view)."""
+    """Remember how ``view`` was made from its root tensor (the base that is not itself a
+    view), so its history can be rebuilt when the root's history is rewritten by an
+    in-place update (see refresh_view), and an in-place update of the view can rewrite the
+    root's history (``chainrule._inplace``)."""
     ex = base._extra
     if ex is not None and "view_of" in ex:
         root, path = ex["view_of"], ex["path"] + ((op, attrs),)
     else:
         root, path = base, ((op, attrs),)
-    view._extra = {"view_of": root, "root_fn": root._grad_fn, "path": path}
+    view._extra = info = {"view_of": root, "root_fn": root._grad_fn, "path": path}
+    if view._grad_fn is None:
+        if root._requires_grad:
+            # Made under no_grad from a tensor that requires grad: PyTorch forbids updating
+            # it in place with grad mode on (its base's history could not be rewritten).
+            info["no_grad_view"] = True
+        else:
+            # The root may gain a history later (an in-place update with a tensor that
+            # requires grad); it then tells its views, which rebuild their grad_fn on use.
+            rex = root._extra
+            if rex is None:
+                rex = root._extra = {}
+            views = rex.get("views")
+            if views is None:
+                views = rex["views"] = weakref.WeakSet()
+            views.add(view)
 
 
 def refresh_view(x):
@@ -281,10 +329,16 @@ def refresh_view(x):
     if root is None or root._grad_fn is ex["root_fn"]:
         return
     t = root
-    for op, attrs in ex["path"]:
-        t = apply(op, (t,), attrs)
+    with _mode.enable_grad():
+        for op, attrs in ex["path"]:
+            t = apply(op, (t,), attrs)
+    old_fn = x._grad_fn
     x._grad_fn, x._output_nr, x._requires_grad = t._grad_fn, t._output_nr, t._requires_grad
     ex["root_fn"] = root._grad_fn
+    ex.pop("no_grad_view", None)
+    retain = ex.get("retains_grad")
+    if retain is not None and old_fn is not x._grad_fn:
+        retain(x)  # retain_grad() follows the tensor to its new grad_fn
 
 
 def set_modes(dual_level=None, anomaly=None):

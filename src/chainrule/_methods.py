@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _dispatch, ops
-from ._mode import STATE
+from . import _inplace, ops
+from . import _tensor as _tensor_mod
+from ._dispatch import refresh_view
 from ._tensor import Tensor, wrap
 from .ops.elementwise import ADD, DIV, MUL, POW, SUB
 
@@ -44,68 +45,84 @@ def _to(self, *args, dtype=None, **kwargs):
     return ops.to_dtype(self, dtype)
 
 
-def _recording(self, other):
-    """True when an in-place update must go through the op (graph or tangents to update)."""
-    if _dispatch.DUAL_LEVEL and (_dispatch.tangent_of(self) is not None
-                                 or _dispatch.tangent_of(other) is not None):
-        return True
-    return STATE.enabled and (self._requires_grad
-                              or (isinstance(other, Tensor) and other._requires_grad))
-
-
 def _inplace_binary(fn, ufunc):
-    """``x.op_(other)``: a true NumPy in-place update when no graph is recorded, else the
-    out-of-place op written back (``Tensor._inplace``)."""
+    """``x.op_(other)``: a true NumPy in-place update when nothing is recorded, else the
+    out-of-place op written back (:func:`chainrule._inplace.update`)."""
+    name = fn.__name__ + "_"
 
     def method(self, other, *, alpha=1):
         if alpha != 1:
             other = ops.mul(other, alpha)
-        if not _recording(self, other):
-            self._check_inplace()
-            if not isinstance(self._data, np.ndarray):
-                self._data = np.array(self._data)
-            try:
-                ufunc(self._data, _data(other), out=self._data, casting="same_kind")
-            except (ValueError, TypeError) as e:
-                raise RuntimeError(f"{fn.__name__}_: cannot update a tensor of shape "
-                                   f"{self.shape} ({self.dtype}) in place with "
-                                   f"{np.shape(_data(other))}: {e}") from None
-            self._vc[0] += 1
-            return self
-        return self._inplace(lambda old: fn(old, other))
+        if not _inplace.recording(self, other):
+            _inplace.check(self, name)
+            data = self._data
+            if isinstance(data, np.ndarray) and data.flags.writeable:
+                try:
+                    ufunc(data, _data(other), out=data, casting="same_kind")
+                except (ValueError, TypeError) as e:
+                    raise RuntimeError(f"{name}: cannot update a tensor of shape "
+                                       f"{tuple(self.shape)} ({self.dtype}) in place with "
+                                       f"{np.shape(_data(other))}: {e}") from None
+                self._vc[0] += 1
+                return self
+            return _inplace.write_in_place(self, fn(self, other), name)
+        return _inplace.update(self, lambda old: fn(old, other), name)
 
-    method.__name__ = fn.__name__ + "_"
+    method.__name__ = name
     return method
 
 
 def _setitem(self, index, value):
-    if not _recording(self, value):
-        self._check_inplace()
-        index, _ = ops.indexing.normalize_index(index)
-        try:
-            self._data[index] = _data(value)
-        except (ValueError, IndexError) as e:
-            raise type(e)(f"__setitem__: {e} (tensor shape {self.shape})") from None
-        self._vc[0] += 1
+    if not _inplace.recording(self, value):
+        _inplace.check(self, "__setitem__")
+        norm, _ = ops.indexing.normalize_index(index)
+        if isinstance(self._data, np.ndarray) and self._data.flags.writeable:
+            try:
+                self._data[norm] = _data(value)
+            except (ValueError, IndexError, TypeError) as e:
+                raise type(e)(f"__setitem__: {e} (tensor shape {tuple(self.shape)}, value "
+                              f"shape {np.shape(_data(value))})") from None
+            self._vc[0] += 1
+            return
+        _inplace.write_in_place(self, ops.index_put(self, index, value), "__setitem__")
         return
-    self._inplace(lambda old: ops.index_put(old, index, value))
+    _inplace.update(self, lambda old: ops.index_put(old, index, value), "__setitem__")
 
 
-def _fill(self, value):
-    if not _recording(self, value):
-        self._check_inplace()
-        self._data[...] = _data(value)
-        self._vc[0] += 1
-        return self
-    return self._inplace(lambda old: ops.index_put(old, (Ellipsis,), value))
+def _fill_with(name):
+    def method(self, value):
+        if not _inplace.recording(self, value):
+            _inplace.check(self, name)
+            if isinstance(self._data, np.ndarray) and self._data.flags.writeable:
+                src = _data(value)
+                try:
+                    np.copyto(self._data, src, casting="unsafe")
+                except ValueError as e:
+                    raise RuntimeError(f"{name}: cannot copy a value of shape {np.shape(src)} "
+                                       f"into a tensor of shape {tuple(self.shape)}: "
+                                       f"{e}") from None
+                self._vc[0] += 1
+                return self
+            return _inplace.write_in_place(self, value, name)
+        return _inplace.update(
+            self, lambda old: ops.index_put(old, (Ellipsis,), value), name)
+
+    method.__name__ = name
+    return method
 
 
-def _copy(self, src):
-    return _fill(self, src)
+_fill = _fill_with("fill_")
+_copy = _fill_with("copy_")
 
 
 def _zero(self):
-    return _fill(self, 0.0)
+    return _fill_with("zero_")(self, 0.0)
+
+
+def _contiguous_copy(t):
+    out = ops.clone(t)
+    out._data = np.ascontiguousarray(out._data)  # clone keeps the layout; this one is C
+    return out
 
 
 def _bool_op(ufunc):
@@ -114,6 +131,8 @@ def _bool_op(ufunc):
 
 def install():
     T = Tensor
+    _tensor_mod.view_hooks.refresh = refresh_view
+    _tensor_mod.view_hooks.contiguous = _contiguous_copy
     for name in _SAME_NAME:
         setattr(T, name, getattr(ops, name))
     for name in ("reshape", "view", "permute", "expand"):

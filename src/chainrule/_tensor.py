@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _mode
-
 _FLOAT_KINDS = "f"
 
 
@@ -25,6 +23,17 @@ def _fill(t, data, grad_fn=None, output_nr=0, vc=None, requires_grad=False):
     t._acc = None
     t._extra = None
     return t
+
+
+class _ViewHooks:
+    """Filled by the dispatcher (a higher layer): bring a view's history up to date, and
+    make a contiguous copy."""
+
+    refresh = staticmethod(lambda t: None)
+    contiguous = None
+
+
+view_hooks = _ViewHooks()
 
 
 def wrap(data, requires_grad=False):
@@ -137,11 +146,32 @@ class Tensor:
 
     @property
     def grad_fn(self):
+        if self._extra is not None:
+            view_hooks.refresh(self)  # a view whose base was changed in place
         return self._grad_fn
 
     @property
     def is_leaf(self):
-        return self._grad_fn is None
+        return self.grad_fn is None
+
+    @property
+    def _base(self):
+        """The tensor this one is a view of (its root base), or None (PyTorch's ``_base``)."""
+        return self._extra.get("view_of") if self._extra else None
+
+    def _is_view(self):
+        return self._base is not None
+
+    def is_contiguous(self):
+        """True when the entries are laid out in row-major (C) order without gaps."""
+        return bool(getattr(self._data, "flags", None) is None or self._data.flags.c_contiguous)
+
+    def contiguous(self):
+        """``self`` when it is contiguous, else a row-major copy that keeps the history
+        (recorded as ``CloneBackward0``, as in PyTorch)."""
+        if self.is_contiguous():
+            return self
+        return view_hooks.contiguous(self)
 
     @property
     def grad(self):
@@ -199,8 +229,17 @@ class Tensor:
             return None
 
         keep.retains_grad = True  # run after the other hooks, as PyTorch 2 does
-        self._grad_fn._add_pre_hook(self._output_nr, keep)
-        self._extra_set("retains_grad", True)
+        handle = []
+
+        def attach(t):
+            # Called again when an in-place update gives t a new grad_fn: .grad is then
+            # the gradient of t's current value, as in PyTorch.
+            if handle:
+                handle.pop().remove()
+            handle.append(t._grad_fn._add_pre_hook(t._output_nr, keep))
+
+        attach(self)
+        self._extra_set("retains_grad", attach)
 
     @property
     def retains_grad(self):
@@ -251,6 +290,9 @@ class Tensor:
         return np.asarray(self._data)
 
     def __array__(self, dtype=None, copy=None):
+        # NumPy 2 passes copy=True for np.array(t) and trusts the result to be a copy.
+        if copy:
+            return np.array(self._data, dtype=dtype, copy=True)
         a = np.asarray(self._data)
         return a if dtype is None else a.astype(dtype, copy=False)
 
@@ -310,59 +352,3 @@ class Tensor:
         if self._data.ndim == 0:
             return format(self.item(), spec)
         return repr(self)
-
-    # --- in-place updates ------------------------------------------------------------
-    def _check_inplace(self):
-        if self._requires_grad and self._grad_fn is None and _mode.STATE.enabled:
-            raise RuntimeError(
-                "a leaf Variable that requires grad is being used in an in-place operation. "
-                "Wrap the update in `with chainrule.no_grad():` (as optimizers do) or use an "
-                "out-of-place op."
-            )
-        if _mode.STATE.enabled and self._extra and self._extra.get("view_of") is not None:
-            raise RuntimeError(
-                "in-place update of a view of a tensor that requires grad (this tensor came "
-                "from a view op such as indexing, reshape or transpose): the base tensor's "
-                "history cannot be rewritten here. Update a clone() instead, or do it under "
-                "no_grad()."
-            )
-
-    def _inplace(self, compute):
-        """Run ``compute(old) -> Tensor`` out of place and write the result into self.
-
-        With a graph being recorded, ``old`` is a copy that carries self's history, so
-        values saved by the new node stay intact; self then takes the new node as its
-        ``grad_fn``. The version counter is bumped so that nodes which saved self's
-        previous value refuse to use it.
-        """
-        self._check_inplace()
-        if not isinstance(self._data, np.ndarray):
-            self._data = np.array(self._data)
-        tangent = self._extra.get("tangent") if self._extra else None
-        if _mode.STATE.enabled:
-            old = wrap(self._data.copy())
-            old._requires_grad = self._requires_grad
-            old._grad_fn = self._grad_fn
-            old._output_nr = self._output_nr
-            old._acc = self._acc
-            if tangent is not None:
-                old._extra = {"tangent": tangent}
-            result = compute(old)
-        else:
-            result = compute(self)
-        try:
-            np.copyto(self._data, result._data, casting="same_kind")
-        except (TypeError, ValueError) as e:
-            raise RuntimeError(
-                f"in-place update of a tensor of shape {self.shape} and dtype {self.dtype} "
-                f"with a result of shape {result.shape} and dtype {result.dtype}: {e}"
-            ) from None
-        if result._requires_grad and result._grad_fn is not None:
-            self._grad_fn = result._grad_fn
-            self._output_nr = result._output_nr
-            self._requires_grad = True
-        new_tangent = result._extra.get("tangent") if result._extra else None
-        if new_tangent is not None or tangent is not None:  # forward mode: the tangent moves on
-            self._extra_set("tangent", new_tangent)
-        self._vc[0] += 1
-        return self

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._dispatch import refresh_view
+from .._dispatch import edge, refresh_view
 from .._engine import run_backward
 from .._mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .._node import accumulator
@@ -42,6 +42,8 @@ def _roots(outputs, grad_outputs, create_graph):
     for i, (out, g) in enumerate(zip(outputs, grad_outputs)):
         if not isinstance(out, Tensor):
             raise TypeError(f"output {i} is a {type(out).__name__}, not a Tensor")
+        if out._extra is not None:
+            refresh_view(out)
         if not out._requires_grad:
             kind = "" if out.dtype.kind == "f" else (
                 f" (its dtype {out.dtype} is not a float dtype, so it has no gradient)")
@@ -65,12 +67,9 @@ def _roots(outputs, grad_outputs, create_graph):
                     f"Mismatch in shape: grad_output[{i}] has a shape of {tuple(seed.shape)} "
                     f"and output[{i}] has a shape of {tuple(out.shape)}."
                 )
-        if out._extra is not None:
-            refresh_view(out)
         if create_graph:  # the seed is part of the recorded graph (it may require grad)
             seed = g if isinstance(g, Tensor) else wrap(seed)
-        node = out._grad_fn if out._grad_fn is not None else accumulator(out)
-        roots.append((node, out._output_nr))
+        roots.append(edge(out))
         seeds.append(seed)
     return roots, seeds
 
@@ -131,14 +130,12 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         if not isinstance(t, Tensor) or not t._requires_grad:
             raise RuntimeError(f"One of the differentiated Tensors (input {i}) does not "
                                "require grad")
-        node = t._grad_fn if t._grad_fn is not None else accumulator(t)
-        capture.setdefault((node, t._output_nr), i)
+        capture.setdefault(edge(t), i)
     captured = run_backward(roots, seeds, retain_graph=bool(retain_graph or create_graph),
                             accumulate=False, capture=capture, create_graph=create_graph)
     result = []
     for i, t in enumerate(inputs_t):
-        node = t._grad_fn if t._grad_fn is not None else accumulator(t)
-        g = captured[capture[(node, t._output_nr)]]
+        g = captured[capture[edge(t)]]
         if g is None:
             if materialize_grads:
                 result.append(wrap(np.zeros_like(t._data)))

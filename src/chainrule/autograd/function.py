@@ -17,7 +17,7 @@ import functools
 import numpy as np
 
 from .. import _dispatch, _mode
-from .._node import FREED, DelayedError, Node, accumulator
+from .._node import FREED, DelayedError, Node
 from .._tensor import Tensor, _fill, wrap
 
 
@@ -254,7 +254,7 @@ class Function(metaclass=FunctionMeta):
         node.pre_hooks = None
         node.once = getattr(cls.backward, "_once_differentiable", False)
         node.next_functions = tuple(
-            (a._grad_fn or accumulator(a), a._output_nr) if need else (None, 0)
+            _dispatch.edge(a) if need else (None, 0)
             for a, need in zip(args, needs)
         )
         node.shapes = [a.shape if need else None for a, need in zip(args, needs)]

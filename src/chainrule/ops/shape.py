@@ -45,10 +45,34 @@ RESHAPE = defop(
 def reshape(input, *shape):
     """The same entries in a new ``shape`` (one entry may be -1). ValueError names both
     shapes when the sizes differ."""
-    return apply(RESHAPE, (input,), (_sizes(shape),))
+    sizes = _sizes(shape)
+    try:
+        return apply(RESHAPE, (input,), (sizes,))
+    except ValueError:
+        size = int(np.prod(_shape(input)))
+        raise RuntimeError(f"reshape: shape '{list(sizes)}' is invalid for input of size "
+                           f"{size} (input shape {tuple(_shape(input))})") from None
 
 
-view = reshape
+def view(input, *shape):
+    """The same entries in a new ``shape``, sharing memory with ``input`` (a view that is
+    never a copy, unlike :func:`reshape`).
+
+    Raises RuntimeError, as PyTorch does, when the entries' layout in memory does not allow
+    the new shape without a copy (``x.t().view(6)``): use ``reshape`` then.
+    """
+    sizes = _sizes(shape)
+    data = input._data if isinstance(input, Tensor) else np.asarray(input)
+    try:
+        np.reshape(data, sizes, copy=False)
+    except ValueError as e:
+        if "copy" not in str(e):  # a size mismatch: reshape's own error names the shapes
+            return reshape(input, sizes)  # raises, naming both shapes
+        raise RuntimeError(
+            f"view: view size is not compatible with input tensor's size and stride (at "
+            f"least one dimension spans across two contiguous subspaces). Use .reshape(...) "
+            f"instead. (input shape {tuple(data.shape)}, requested {sizes})") from None
+    return reshape(input, sizes)
 
 
 def flatten(input, start_dim=0, end_dim=-1):

@@ -1,0 +1,231 @@
+"""In-place updates (``x.mul_(2)``, ``x[i] = v``, ``x.copy_(y)``) with PyTorch's semantics.
+
+An in-place update is recorded as the out-of-place op applied to the tensor's old value,
+whose result becomes the tensor's new value and history; the shared version counter is
+bumped, so nodes that saved the old value refuse to use it.
+
+An update through a view (``y[0].mul_(3)``, ``buf[1:].copy_(z)``, ``x.diagonal().zero_()``)
+rewrites the history of the view's root (the base that is not itself a view), as PyTorch's
+CopySlices does: the root's new value is its old value with the viewed entries replaced,
+
+    root_new = index_put(root_old, view_positions, f(view(root_old)))
+
+so the gradient flows to the root's old value everywhere outside the view and through
+``f`` inside it, whichever side requires grad. ``view_positions`` are found by replaying
+the view ops on an array of flat positions, so every view op (slices, transposes,
+reshapes, diagonals) is handled by one rule. The view and every other view of the root
+then rebuild their history from the root's new one when next used.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _dispatch
+from ._dispatch import apply, refresh_view
+from ._mode import STATE
+from ._tensor import Tensor, wrap
+from .ops.indexing import INDEX_PUT
+from .ops.shape import RESHAPE
+
+LEAF = "a leaf Variable that requires grad is being used in an in-place operation."
+VIEW_OF_LEAF = ("a view of a leaf Variable that requires grad is being used in an in-place "
+                "operation.")
+NO_GRAD_VIEW = (
+    "A view was created in no_grad mode and is being modified inplace with grad mode enabled. "
+    "Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify "
+    "your code by moving both the view and the inplace either both inside the no_grad block "
+    "(if you don't want the inplace to be tracked) or both outside (if you want the inplace "
+    "to be tracked)."
+)
+OVERLAP = (
+    "unsupported operation: more than one element of the written-to tensor refers to a single "
+    "memory location. Please clone() the tensor before performing the operation."
+)
+
+
+def check(t, name):
+    """Raise, naming the op, when ``t`` may not be updated in place with grad mode on."""
+    if not STATE.enabled:
+        return
+    ex = t._extra
+    root = ex.get("view_of") if ex else None
+    if root is None:
+        if t._requires_grad and t._grad_fn is None:
+            raise RuntimeError(
+                f"{LEAF} (in {name}) Wrap the update in `with chainrule.no_grad():` (as "
+                "optimizers do) or use an out-of-place op.")
+        return
+    if root._requires_grad and root._grad_fn is None:
+        raise RuntimeError(
+            f"{VIEW_OF_LEAF} (in {name}) Update a clone() of the leaf instead, or do it under "
+            "chainrule.no_grad().")
+    if ex.get("no_grad_view"):
+        raise RuntimeError(f"{NO_GRAD_VIEW} (in {name})")
+
+
+def recording(t, other=None):
+    """True when an in-place update of ``t`` with ``other`` must be recorded (a graph or a
+    forward-mode tangent to update); False when plain NumPy may write in place."""
+    if _dispatch.DUAL_LEVEL and (_dispatch.tangent_of(t) is not None
+                                 or _dispatch.tangent_of(other) is not None):
+        return True
+    return STATE.enabled and (t._requires_grad
+                              or (isinstance(other, Tensor) and other._requires_grad))
+
+
+def update(t, compute, name):
+    """Set ``t`` to ``compute(old)``, where ``old`` is ``t``'s current value (a Tensor
+    carrying its history); record the change when grad mode is on. Returns ``t``.
+
+    Raises RuntimeError naming ``name`` for a leaf that requires grad (or a view of one),
+    a result whose shape or dtype cannot be written into ``t``, and a view whose entries
+    overlap in memory (``expand``).
+    """
+    check(t, name)
+    ex = t._extra
+    if STATE.enabled and ex is not None and ex.get("view_of") is not None:
+        return _update_view(t, compute, name, ex)
+    tangent = ex.get("tangent") if ex else None
+    if STATE.enabled:
+        old = _history_copy(t)
+        result = compute(old)
+    else:
+        result = compute(t)
+    _write(t, result, name)
+    became = not t._requires_grad and result._requires_grad
+    if result._requires_grad and result._grad_fn is not None:
+        t._grad_fn = result._grad_fn
+        t._output_nr = result._output_nr
+        t._requires_grad = True
+    new_tangent = result._extra.get("tangent") if result._extra else None
+    if new_tangent is not None or tangent is not None:  # forward mode: the tangent moves on
+        t._extra_set("tangent", new_tangent)
+    t._vc[0] += 1
+    if became:
+        _tell_views(t)
+    _follow_retain_grad(t)
+    return t
+
+
+def _history_copy(t):
+    """A Tensor holding a copy of ``t``'s data with ``t``'s history (and tangent): values
+    saved by the update's node stay intact when ``t``'s data is overwritten."""
+    if t._extra is not None:
+        refresh_view(t)
+    old = wrap(np.array(t._data, copy=True))
+    old._requires_grad = t._requires_grad
+    old._grad_fn = t._grad_fn
+    old._output_nr = t._output_nr
+    old._acc = t._acc
+    tangent = t._extra.get("tangent") if t._extra else None
+    if tangent is not None:
+        old._extra = {"tangent": tangent}
+    return old
+
+
+def view_positions(root, path):
+    """Flat positions in ``root`` of the entries of the view made by ``path`` (an int
+    array of the view's shape); RuntimeError when two entries share one position."""
+    positions = np.arange(root._data.size).reshape(root._data.shape)
+    for op, attrs in path:
+        positions = op.forward(positions, *attrs)
+    positions = np.asarray(positions)
+    if positions.size > 1 and np.unique(positions).size != positions.size:
+        raise RuntimeError(OVERLAP)
+    return positions
+
+
+def _update_view(t, compute, name, ex):
+    root, path = ex["view_of"], ex["path"]
+    positions = view_positions(root, path)
+    old_root = _history_copy(root)
+    old_view = old_root
+    for op, attrs in path:
+        old_view = apply(op, (old_view,), attrs)
+    result = compute(old_view)
+    if not isinstance(result, Tensor):
+        result = wrap(np.asarray(result))
+    _check_result(t, result, name)
+    flat = apply(RESHAPE, (old_root,), ((-1,),))
+    new_root = apply(RESHAPE, (apply(INDEX_PUT, (flat, result), ((positions,), False)),),
+                     (root._data.shape,))
+    _write(root, new_root, name)
+    became = not root._requires_grad and new_root._requires_grad
+    if new_root._requires_grad:
+        root._grad_fn = new_root._grad_fn
+        root._output_nr = new_root._output_nr
+        root._requires_grad = True
+    tangent = _dispatch.tangent_of(new_root)
+    if tangent is not None and isinstance(tangent, np.ndarray):
+        _dispatch.set_tangent(root, tangent)
+        view_tangent = tangent
+        for op, attrs in path:
+            view_tangent = op.forward(view_tangent, *attrs)
+        _dispatch.set_tangent(t, np.asarray(view_tangent))
+    root._vc[0] += 1
+    if became:
+        _tell_views(root)
+    refresh_view(t)
+    _follow_retain_grad(root)
+    return t
+
+
+def _check_result(t, result, name):
+    """The value written into ``t`` must broadcast to ``t``'s shape and cast to its dtype
+    within its kind (PyTorch: a float result is not written into an int tensor)."""
+    shape = tuple(t.shape)
+    try:
+        ok = np.broadcast_shapes(tuple(result.shape), shape) == shape
+    except ValueError:
+        ok = False
+    if not ok:
+        raise RuntimeError(f"{name}: output with shape {list(shape)} doesn't match the "
+                           f"broadcast shape of the result, {list(result.shape)}")
+    if not np.can_cast(result.dtype, t.dtype, casting="same_kind"):
+        raise RuntimeError(f"{name}: result type {result.dtype} can't be cast to the desired "
+                           f"output type {t.dtype}")
+
+
+def _write(t, result, name):
+    """Copy ``result``'s values into ``t``'s storage (through its root when ``t``'s array is
+    a read-only view, such as NumPy's diagonal)."""
+    _check_result(t, result, name)
+    data = result._data if isinstance(result, Tensor) else result
+    dest = t._data
+    if not isinstance(dest, np.ndarray):
+        t._data = dest = np.array(dest)
+    if dest.flags.writeable:
+        np.copyto(dest, data, casting="unsafe")
+        return
+    ex = t._extra
+    root = ex.get("view_of") if ex else None
+    if root is None or not root._data.flags.writeable:
+        raise RuntimeError(f"{name}: the tensor's memory is read-only (it was made from a "
+                           "read-only array); update a clone() instead")
+    positions = view_positions(root, ex["path"])
+    root._data[np.unravel_index(positions, root._data.shape)] = np.broadcast_to(
+        data, positions.shape)
+
+
+def write_in_place(t, values, name):
+    """Write ``values`` into ``t`` without recording (grad mode off or nothing requires
+    grad), bumping the version counter."""
+    check(t, name)
+    _write(t, values if isinstance(values, Tensor) else wrap(np.asarray(values)), name)
+    t._vc[0] += 1
+    return t
+
+
+def _tell_views(root):
+    """``root`` now requires grad: its views made while it did not must record too."""
+    views = root._extra.get("views") if root._extra else None
+    if views:
+        for v in list(views):
+            v._requires_grad = True
+
+
+def _follow_retain_grad(t):
+    retain = t._extra.get("retains_grad") if t._extra else None
+    if retain is not None:
+        retain(t)
