@@ -285,3 +285,41 @@ def test_contiguous_clone_copy():
     assert buf.dtype == np.float32
     buf.sum().backward()
     np.testing.assert_array_equal(np.asarray(src.grad), [2.0, 2.0, 2.0])
+
+
+def _views_updated_twice(x):
+    y = x * 1
+    a, b = y[0], y[:, 0]          # two views of y; b is read after both updates
+    a.mul_(x[1])                  # through a view: y's history is rewritten
+    y.mul_(2)                     # the root itself: a and b follow
+    return b * 1 + a.sum()
+
+
+def _central_jacobian(fn, x, eps=1e-6):
+    cols = []
+    for i in range(x.size):
+        d = np.zeros(x.size)
+        d[i] = eps
+        d = d.reshape(x.shape)
+        plus = np.asarray(fn(cr.tensor(x + d)).detach())
+        minus = np.asarray(fn(cr.tensor(x - d)).detach())
+        cols.append((plus - minus).ravel() / (2 * eps))
+    return np.stack(cols, axis=1)
+
+
+@pytest.mark.parametrize("fn", [_update_through_views, _views_updated_twice],
+                         ids=["update_through_views", "views_updated_twice"])
+def test_forward_mode_and_jacobians_through_view_updates(fn):
+    from chainrule import func
+    from chainrule.autograd import forward_ad as fwAD
+
+    x0 = _x(3, 3) / 7
+    J = _central_jacobian(fn, x0)
+    v = np.random.default_rng(0).standard_normal((3, 3))
+    with fwAD.dual_level():
+        out = fn(fwAD.make_dual(cr.tensor(x0), cr.tensor(v)))
+        tangent = fwAD.unpack_dual(out).tangent
+    np.testing.assert_allclose(np.asarray(tangent).ravel(), J @ v.ravel(), atol=1e-8)
+    for transform in (func.jacfwd, func.jacrev):
+        got = np.asarray(transform(fn)(cr.tensor(x0))).reshape(J.shape)
+        np.testing.assert_allclose(got, J, atol=1e-8)

@@ -300,21 +300,21 @@ def _mark_view(view, base, op, attrs):
     else:
         root, path = base, ((op, attrs),)
     view._extra = info = {"view_of": root, "root_fn": root._grad_fn, "path": path}
-    if view._grad_fn is None:
-        if root._requires_grad:
-            # Made under no_grad from a tensor that requires grad: PyTorch forbids updating
-            # it in place with grad mode on (its base's history could not be rewritten).
-            info["no_grad_view"] = True
-        else:
-            # The root may gain a history later (an in-place update with a tensor that
-            # requires grad); it then tells its views, which rebuild their grad_fn on use.
-            rex = root._extra
-            if rex is None:
-                rex = root._extra = {}
-            views = rex.get("views")
-            if views is None:
-                views = rex["views"] = weakref.WeakSet()
-            views.add(view)
+    if view._grad_fn is None and root._requires_grad:
+        # Made under no_grad from a tensor that requires grad: PyTorch forbids updating
+        # it in place with grad mode on (its base's history could not be rewritten).
+        info["no_grad_view"] = True
+    elif not root._requires_grad or DUAL_LEVEL:
+        # The root may gain a history later (an in-place update with a tensor that
+        # requires grad), or a new tangent; it then tells its views, which rebuild
+        # their grad_fn on use and take the view of its new tangent.
+        rex = root._extra
+        if rex is None:
+            rex = root._extra = {}
+        views = rex.get("views")
+        if views is None:
+            views = rex["views"] = weakref.WeakSet()
+        views.add(view)
 
 
 def refresh_view(x):

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _dispatch
+from . import _dispatch, _mode
 from ._dispatch import apply, refresh_view
 from ._mode import STATE
 from ._tensor import Tensor, wrap
@@ -101,6 +101,7 @@ def update(t, compute, name):
     new_tangent = result._extra.get("tangent") if result._extra else None
     if new_tangent is not None or tangent is not None:  # forward mode: the tangent moves on
         t._extra_set("tangent", new_tangent)
+        _view_tangents(t)
     t._vc[0] += 1
     if became:
         _tell_views(t)
@@ -156,13 +157,12 @@ def _update_view(t, compute, name, ex):
         root._grad_fn = new_root._grad_fn
         root._output_nr = new_root._output_nr
         root._requires_grad = True
-    tangent = _dispatch.tangent_of(new_root)
-    if tangent is not None and isinstance(tangent, np.ndarray):
-        _dispatch.set_tangent(root, tangent)
-        view_tangent = tangent
-        for op, attrs in path:
-            view_tangent = op.forward(view_tangent, *attrs)
-        _dispatch.set_tangent(t, np.asarray(view_tangent))
+    entry = new_root._extra.get("tangent") if new_root._extra else None
+    if entry is not None or (root._extra and root._extra.get("tangent") is not None):
+        # forward mode: the root's tangent moves on, and the view's is the view of it
+        # (replayed through the view ops' JVP rules, so a batch of tangents works too)
+        root._extra_set("tangent", entry)
+        _view_tangents(root, t)
     root._vc[0] += 1
     if became:
         _tell_views(root)
@@ -215,6 +215,19 @@ def write_in_place(t, values, name):
     _write(t, values if isinstance(values, Tensor) else wrap(np.asarray(values)), name)
     t._vc[0] += 1
     return t
+
+
+def _view_tangents(root, *more):
+    """Forward mode: after ``root``'s tangent changed in place, each of its views (and
+    ``more``) takes the view of the new tangent, replayed through the view ops' JVP rules
+    (so a batch of tangents works too)."""
+    views = root._extra.get("views") if root._extra else None
+    for v in {*(views or ()), *more}:
+        replay = root
+        with _mode.enable_grad():
+            for op, attrs in v._extra["path"]:
+                replay = apply(op, (replay,), attrs)
+        v._extra["tangent"] = replay._extra.get("tangent") if replay._extra else None
 
 
 def _tell_views(root):
