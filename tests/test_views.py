@@ -323,3 +323,56 @@ def test_forward_mode_and_jacobians_through_view_updates(fn):
     for transform in (func.jacfwd, func.jacrev):
         got = np.asarray(transform(fn)(cr.tensor(x0))).reshape(J.shape)
         np.testing.assert_allclose(got, J, atol=1e-8)
+
+
+INPLACE_VARIANTS = [
+    ("neg", ()), ("abs", ()), ("sign", ()), ("exp", ()), ("log", ()), ("log1p", ()),
+    ("expm1", ()), ("sqrt", ()), ("sin", ()), ("cos", ()), ("tan", ()), ("tanh", ()),
+    ("sigmoid", ()), ("relu", ()), ("erf", ()), ("square", ()), ("reciprocal", ()),
+    ("clamp", (0.3, 0.8)), ("clip", (0.3, 0.8)), ("pow", (3.0,)), ("tril", ()), ("triu", (1,)),
+]
+
+
+@pytest.mark.parametrize("name, args", INPLACE_VARIANTS, ids=[n for n, _ in INPLACE_VARIANTS])
+def test_inplace_variant_equals_its_op(name, args):
+    # y.fn_(*args) on a non-leaf, and through a view, gives fn's values and gradients
+    x0 = np.array([[0.2, 0.5, 0.9], [0.4, 0.7, 0.1], [0.6, 0.35, 0.85]])
+    w = cr.tensor(_x(3, 3))
+
+    def out_of_place(x):
+        return getattr(x * 1, name)(*args)
+
+    def whole(x):
+        y = x * 1
+        assert getattr(y, name + "_")(*args) is y
+        return y
+
+    def through_view(x):
+        y = x * 1
+        getattr(y[1:], name + "_")(*args) if name not in ("tril", "triu") else \
+            getattr(y.view(3, 3), name + "_")(*args)
+        return y
+
+    results = []
+    for fn in (out_of_place, whole):
+        x = cr.tensor(x0, requires_grad=True)
+        y = fn(x)
+        (y * w).sum().backward()
+        results.append((np.asarray(y.detach()), np.asarray(x.grad)))
+    np.testing.assert_allclose(results[1][0], results[0][0], rtol=1e-14)
+    np.testing.assert_allclose(results[1][1], results[0][1], rtol=1e-14)
+    x = cr.tensor(x0, requires_grad=True)
+    assert cr.autograd.gradcheck(lambda x: through_view(x) * w, (x,))
+
+
+def test_inplace_variant_without_grad_writes_and_bumps_version():
+    a = cr.tensor([[-1.0, 2.0], [3.0, -4.0]])
+    a.relu_()
+    a.diagonal().exp_()         # a read-only NumPy view: written through its base
+    np.testing.assert_allclose(np.asarray(a), [[1.0, 2.0], [3.0, 1.0]])
+    assert a._version == 2
+    m = cr.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    z = m * 1
+    z.masked_fill_(cr.tensor([True, False, True]), 0.0)
+    z.sum().backward()
+    np.testing.assert_array_equal(np.asarray(m.grad), [0.0, 1.0, 0.0])

@@ -64,24 +64,27 @@ def check(t, name):
         raise RuntimeError(f"{NO_GRAD_VIEW} (in {name})")
 
 
-def recording(t, other=None):
-    """True when an in-place update of ``t`` with ``other`` must be recorded (a graph or a
-    forward-mode tangent to update); False when plain NumPy may write in place."""
+def recording(t, *others):
+    """True when an in-place update of ``t`` that reads ``others`` must be recorded (a
+    graph or a forward-mode tangent to update); False when plain NumPy may write in place."""
     if _dispatch.DUAL_LEVEL and (_dispatch.tangent_of(t) is not None
-                                 or _dispatch.tangent_of(other) is not None):
+                                 or any(_dispatch.tangent_of(o) is not None for o in others)):
         return True
-    return STATE.enabled and (t._requires_grad
-                              or (isinstance(other, Tensor) and other._requires_grad))
+    return STATE.enabled and (t._requires_grad or any(
+        isinstance(o, Tensor) and o._requires_grad for o in others))
 
 
-def update(t, compute, name):
+def update(t, compute, name, *others):
     """Set ``t`` to ``compute(old)``, where ``old`` is ``t``'s current value (a Tensor
-    carrying its history); record the change when grad mode is on. Returns ``t``.
+    carrying its history) and ``others`` are the other tensors the update reads; record
+    the change when it must be (:func:`recording`). Returns ``t``.
 
     Raises RuntimeError naming ``name`` for a leaf that requires grad (or a view of one),
     a result whose shape or dtype cannot be written into ``t``, and a view whose entries
     overlap in memory (``expand``).
     """
+    if not recording(t, *others):
+        return write_in_place(t, compute(t), name)
     check(t, name)
     ex = t._extra
     if STATE.enabled and ex is not None and ex.get("view_of") is not None:

@@ -66,10 +66,36 @@ def _inplace_binary(fn, ufunc):
                 self._vc[0] += 1
                 return self
             return _inplace.write_in_place(self, fn(self, other), name)
-        return _inplace.update(self, lambda old: fn(old, other), name)
+        return _inplace.update(self, lambda old: fn(old, other), name, other)
 
     method.__name__ = name
     return method
+
+
+def _inplace_variant(fn, op_name):
+    """``x.<op_name>_(*args)``: ``fn`` applied to ``x`` and written back in place (one line
+    per op in ``install``; the update's recording is :func:`chainrule._inplace.update`'s)."""
+    name = op_name + "_"
+
+    def method(self, *args, **kwargs):
+        return _inplace.update(self, lambda old: fn(old, *args, **kwargs), name,
+                               *args, *kwargs.values())
+
+    method.__name__ = name
+    method.__doc__ = f"In-place version of :func:`{op_name}`: ``self`` is set to its result."
+    return method
+
+
+def masked_fill(input, mask, value):
+    """``value`` where ``mask`` is True, ``input`` elsewhere (``mask`` broadcasts to
+    ``input``'s shape); the gradient reaches ``input`` where the mask is False and a
+    tensor ``value`` through the masked entries, summed."""
+    shape = input.shape
+    out = ops.where(mask, value, input)
+    if out.shape != shape:
+        raise RuntimeError(f"masked_fill: mask of shape {tuple(np.shape(_data(mask)))} does not "
+                           f"broadcast to the input's shape {tuple(shape)}")
+    return out
 
 
 def _setitem(self, index, value):
@@ -86,7 +112,7 @@ def _setitem(self, index, value):
             return
         _inplace.write_in_place(self, ops.index_put(self, index, value), "__setitem__")
         return
-    _inplace.update(self, lambda old: ops.index_put(old, index, value), "__setitem__")
+    _inplace.update(self, lambda old: ops.index_put(old, index, value), "__setitem__", value)
 
 
 def _fill_with(name):
@@ -105,7 +131,7 @@ def _fill_with(name):
                 return self
             return _inplace.write_in_place(self, value, name)
         return _inplace.update(
-            self, lambda old: ops.index_put(old, (Ellipsis,), value), name)
+            self, lambda old: ops.index_put(old, (Ellipsis,), value), name, value)
 
     method.__name__ = name
     return method
@@ -173,6 +199,12 @@ def install():
                             ("mul", ops.mul, np.multiply), ("div", ops.div, np.true_divide)):
         method = _inplace_binary(fn, ufunc)
         setattr(T, name + "_", method)
+    for name in ("neg", "abs", "sign", "exp", "log", "log1p", "expm1", "sqrt", "sin", "cos",
+                 "tan", "tanh", "sigmoid", "relu", "erf", "square", "reciprocal", "clamp",
+                 "clip", "pow", "tril", "triu", "index_put"):
+        setattr(T, name + "_", _inplace_variant(getattr(ops, name), name))
+    T.masked_fill_ = _inplace_variant(masked_fill, "masked_fill")
+    T.masked_fill = masked_fill
     T.__iadd__ = lambda self, other: T.add_(self, other)
     T.__isub__ = lambda self, other: T.sub_(self, other)
     T.__imul__ = lambda self, other: T.mul_(self, other)
