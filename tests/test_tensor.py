@@ -131,8 +131,14 @@ def test_grad_setter_checks_shape():
     np.testing.assert_array_equal(x.grad.numpy(), [3.0, 4.0])
     x.grad = None
     assert x.grad is None
-    with pytest.raises(RuntimeError, match="shape"):
+    with pytest.raises(RuntimeError, match=r"gradient of size '\[3\]' to a tensor of size "
+                                           r"'\[2\]'"):
         x.grad = cr.tensor([1.0, 2.0, 3.0])
+    with pytest.raises(RuntimeError, match="dtype 'float32'"):
+        x.grad = cr.tensor([1.0, 2.0], dtype=cr.float32)
+    with pytest.raises(TypeError, match="expected to be a Tensor or None"):
+        x.grad = np.array([1.0, 2.0])
+    assert x.grad is None
 
 
 # --- detach / numpy / conversions -------------------------------------------------------

@@ -240,6 +240,7 @@ def _record(op, inputs, datas, attrs, out, mask):
     node.plan = plan
     node.next_functions = edges
     node.shapes = shapes
+    node.out_shape = out.shape if op.nout == 1 else None
     node.pre_hooks = None
     keep = plan.keep
     if keep is None:

@@ -157,6 +157,7 @@ def _walk(roots, seeds, retain_graph, accumulate, capture, only, graph_ns, batch
     # or a sum): it can become .grad without a copy. Anything else may alias a buffer the
     # user or another leaf holds, and is copied.
     fresh = set()
+    taken = set()  # ids of fresh arrays already made some leaf's .grad
     take = ready.pop
     make_ready = ready.append
     get = buffers.get
@@ -166,7 +167,10 @@ def _walk(roots, seeds, retain_graph, accumulate, capture, only, graph_ns, batch
         if node.pre_hooks or node in capture_nodes:
             if node.pre_hooks and batched_ns is not None:
                 raise NotImplementedError(_unbatchable(node, "has a hook"))
+            before = g
             g = _hooks_and_capture(node, g, capture_nodes, capture, captured)
+            if g is not before:
+                fresh.discard(node)
         if type(node) is OpNode:  # the common case, kept short
             if needed is not None and node not in needed:
                 continue
@@ -185,10 +189,15 @@ def _walk(roots, seeds, retain_graph, accumulate, capture, only, graph_ns, batch
         elif type(node) is AccumulateGrad:
             if accumulate and g is not None and (only is None or node in only):
                 if graph:
+                    # a new tensor (with g's history): .grad never aliases a seed, a hook's
+                    # result or another leaf's gradient
                     var = node.variable
-                    var._grad = g if var._grad is None else var._grad + g
+                    var._grad = g.clone() if var._grad is None else var._grad + g
                 else:
-                    _accumulate(node.variable, g, node in fresh)
+                    owned = node in fresh and id(g) not in taken
+                    if owned:
+                        taken.add(id(g))
+                    _accumulate(node.variable, g, owned)
             continue
         else:  # several outputs, or a custom Function
             if needed is not None and node not in needed:
@@ -287,12 +296,30 @@ def _run_pre_hooks(node, g):
             tensor_in = isinstance(value, Tensor)
             result = hook(value if tensor_in else wrap(value))
             if result is not None:
+                _check_hook_result(hook, node, value, result)
                 if tensor_in:  # create_graph: keep the hook's tensor (and its history)
                     grads[nr] = result if isinstance(result, Tensor) else wrap(result)
                 else:
-                    grads[nr] = np.asarray(result._data if isinstance(result, Tensor)
-                                           else result)
+                    # a copy: the hook's tensor is the user's and must not become .grad
+                    grads[nr] = np.array(result._data if isinstance(result, Tensor)
+                                         else result)
     return grads[0] if node.nout == 1 else grads
+
+
+def _check_hook_result(hook, node, value, result):
+    """A hook may replace a gradient only by one of the same shape and dtype (PyTorch)."""
+    name = getattr(hook, "__name__", type(hook).__name__)
+    shape, dtype = tuple(value.shape), value.dtype
+    new_shape = tuple(np.shape(result._data if isinstance(result, Tensor) else result))
+    new_dtype = (result.dtype if isinstance(result, Tensor) else np.asarray(result).dtype)
+    where = ("a leaf's gradient" if type(node) is AccumulateGrad
+             else f"the gradient of an output of {node.name()}")
+    if new_shape != shape:
+        raise RuntimeError(f"hook '{name}' has changed the size of value: it was given "
+                           f"{where} of shape {shape} and returned shape {new_shape}")
+    if new_dtype != dtype:
+        raise RuntimeError(f"hook '{name}' has changed the type of value (was {dtype} got "
+                           f"{new_dtype}) for {where} of shape {shape}")
 
 
 def _accumulate(var, g, fresh=False):

@@ -81,14 +81,35 @@ class Node:
                             f"got {len(grad_outputs)}")
         grads = [None if g is None else np.asarray(g._data if isinstance(g, Tensor) else g)
                  for g in grad_outputs]
+        for i, (g, shape) in enumerate(zip(grads, self._output_shapes())):
+            if g is not None and shape is not None and g.shape != tuple(shape):
+                raise RuntimeError(
+                    f"{self.name()}: grad_outputs[{i}] has shape {tuple(g.shape)} but output "
+                    f"{i} of this node has shape {tuple(shape)}")
         out = self._vjp(grads[0] if self.nout == 1 else grads, RAW)
-        return tuple(None if g is None else wrap(np.asarray(g)) for g in out)
+        from ._engine import sum_to
+
+        return tuple(None if g is None else wrap(np.array(
+            sum_to(np.asarray(g), tuple(s)) if s is not None else g))
+            for g, s in zip(out, self.shapes))
+
+    def _output_shapes(self):
+        """The shapes of this node's outputs (None where unknown)."""
+        return [None] * self.nout
 
 
 class OpNode(Node):
     """The node of one primitive call: its op, the saved values, their versions."""
 
-    __slots__ = ("plan", "saved", "checks")
+    __slots__ = ("plan", "saved", "checks", "out_shape")
+
+    def _output_shapes(self):
+        if self.nout == 1:
+            return [self.out_shape]
+        saved = self.saved
+        if saved and "out" in self.plan.names:
+            return [np.shape(o) for o in saved[self.plan.names.index("out")]]
+        return [None] * self.nout
 
     @property
     def op(self):
@@ -178,7 +199,16 @@ class OpNode(Node):
             if key in self.plan.names:
                 if self.saved is None:
                     raise RuntimeError(FREED)
-                value = self.saved[self.plan.names.index(key)]
+                k = self.plan.names.index(key)
+                value = self.saved[k]
+                slot = self.plan.slots[k]
+                n_inputs = 1 if self.plan.variadic else len(self.plan.op.inputs)
+                if not self.plan.variadic and slot < n_inputs:
+                    # a saved input: the input tensor itself when it is a leaf (as PyTorch's
+                    # unpacking gives back the same object), else a tensor with its history
+                    return _with_history(value, self.next_functions[slot])
+                if slot == n_inputs:  # the result, with this node as its grad_fn
+                    return self._outputs_with_history(value)
                 return wrap(value) if isinstance(value, np.ndarray) else value
             raise AttributeError(
                 f"{self.name()} has no saved value {key!r}; it saved {list(self.plan.names)}"

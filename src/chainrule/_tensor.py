@@ -41,6 +41,11 @@ def wrap(data, requires_grad=False):
     return _fill(object.__new__(Tensor), data, requires_grad=requires_grad)
 
 
+def _rebuild(data, requires_grad):
+    """Unpickle a Tensor (see ``Tensor.__reduce_ex__``): a leaf."""
+    return wrap(data, requires_grad=requires_grad)
+
+
 def check_grad_dtype(dtype, what="tensor"):
     if np.dtype(dtype).kind not in _FLOAT_KINDS:
         raise RuntimeError(
@@ -180,12 +185,18 @@ class Tensor:
     @grad.setter
     def grad(self, value):
         if value is not None:
-            value = value if isinstance(value, Tensor) else wrap(np.asarray(value))
+            if not isinstance(value, Tensor):
+                raise TypeError("assigned grad expected to be a Tensor or None but got grad of "
+                                f"type {type(value).__module__}.{type(value).__name__}")
             if value.shape != self.shape:
                 raise RuntimeError(
-                    f"assigned grad has shape {tuple(value.shape)} but the tensor has shape "
-                    f"{tuple(self.shape)}"
-                )
+                    f"attempting to assign a gradient of size '{list(value.shape)}' to a tensor "
+                    f"of size '{list(self.shape)}'. Please ensure that the gradient and the "
+                    "tensor are the same size")
+            if value.dtype != self.dtype:
+                raise RuntimeError(
+                    f"attempting to assign a gradient with dtype '{value.dtype}' to a tensor "
+                    f"with dtype '{self.dtype}'. The gradient must match the tensor's dtype")
         self._grad = value
 
     @property
@@ -273,6 +284,35 @@ class Tensor:
         from .autograd import backward
 
         backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+    # --- copies and pickling ----------------------------------------------------------
+    def __copy__(self):
+        """``copy.copy``: a new leaf sharing this tensor's storage (as PyTorch), with its
+        own version counter, ``.grad`` slot and gradient node; no history."""
+        t = wrap(self._data, requires_grad=self._requires_grad)
+        t._grad = self._grad
+        return t
+
+    def __deepcopy__(self, memo):
+        """``copy.deepcopy`` of a leaf: an independent leaf with copied data and ``.grad``.
+        Raises RuntimeError for a non-leaf, as PyTorch does (its graph cannot be copied)."""
+        if self._grad_fn is not None:
+            raise RuntimeError(
+                "Only Tensors created explicitly by the user (graph leaves) support the "
+                "deepcopy protocol at the moment. Call .detach() (or .clone().detach()) "
+                f"first; this tensor (shape {tuple(self.shape)}) was made by "
+                f"{self._grad_fn.name()}.")
+        if id(self) in memo:
+            return memo[id(self)]
+        t = wrap(np.array(self._data, copy=True), requires_grad=self._requires_grad)
+        memo[id(self)] = t
+        if self._grad is not None:
+            t._grad = self._grad.__deepcopy__(memo)
+        return t
+
+    def __reduce_ex__(self, protocol):
+        # Data, dtype and requires_grad; never the graph, hooks or .grad (as PyTorch).
+        return (_rebuild, (np.array(self._data), bool(self._requires_grad)))
 
     def _extra_set(self, key, value):
         if self._extra is None:

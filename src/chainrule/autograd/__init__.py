@@ -93,7 +93,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     tensors = _as_tuple(tensors)
     grads = _as_tuple(grad_tensors) or (None,) * len(tensors)
     if len(grads) != len(tensors):
-        raise RuntimeError(f"got {len(grads)} gradients for {len(tensors)} tensors")
+        raise RuntimeError(f"backward: got {len(tensors)} tensors and {len(grads)} gradients")
     roots, seeds = _roots(tensors, grads, create_graph)
     only = None
     if inputs is not None:
@@ -124,6 +124,9 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     outputs = _as_tuple(outputs)
     inputs_t = _as_tuple(inputs)
     grads = _as_tuple(grad_outputs) or (None,) * len(outputs)
+    if len(grads) != len(outputs):
+        raise RuntimeError(f"grad: got {len(outputs)} tensors and {len(grads)} gradients "
+                           "(grad_outputs must have one entry per output, None allowed)")
     roots, seeds = _roots(outputs, grads, create_graph)
     capture = {}
     for i, t in enumerate(inputs_t):

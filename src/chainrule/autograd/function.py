@@ -13,6 +13,7 @@ it treats a primitive.
 from __future__ import annotations
 
 import functools
+import weakref
 
 import numpy as np
 
@@ -36,6 +37,8 @@ class FunctionCtx:
         self._freed = False
         self._non_differentiable = set()
         self._name = "Function"
+        self._saved_outputs = None  # {index in saved: output_nr} for saved outputs
+        self._node = None  # weak reference to the FunctionNode, once recorded
 
     def save_for_backward(self, *tensors):
         """Save tensors (or None) for backward; read them back through ``saved_tensors``.
@@ -60,6 +63,17 @@ class FunctionCtx:
                     f"([{t.dtype} {list(t.shape)}]) is at version {v[0][0]}; expected version "
                     f"{v[1]} instead."
                 )
+        outputs = self._saved_outputs
+        if outputs and _mode.STATE.enabled and self._node is not None \
+                and self._node() is not None:
+            # In a recorded backward (create_graph=True) a saved output comes back as the
+            # output: with this Function's node as its grad_fn, so a backward that uses it
+            # can be differentiated again (PyTorch's rule for saved outputs; the tutorial's
+            # Exp saves exp(x) and returns g * out). A first-order backward runs with grad
+            # mode off and gets the plain saved tensor.
+            node = self._node()
+            return tuple(_fill(object.__new__(Tensor), t._data, node, outputs[i], t._vc)
+                         if i in outputs else t for i, t in enumerate(self._saved))
         return self._saved
 
     def mark_non_differentiable(self, *outputs):
@@ -82,6 +96,9 @@ class FunctionNode(Node):
 
     def name(self):
         return f"{self.fn.__name__}Backward"
+
+    def _output_shapes(self):
+        return [None if m is None else m[0] for m in self.output_meta]
 
     def _vjp(self, grads, F):
         if self.nout == 1:
@@ -279,6 +296,11 @@ class Function(metaclass=FunctionMeta):
             meta.append((o.shape, o.dtype))
         node.output_meta = tuple(meta)
         node.nout = len(meta)
+        saved_outputs = {i: nr for i, t in enumerate(ctx._saved) for nr, o in enumerate(outputs)
+                         if t is not None and t is o and wrapped[nr]._grad_fn is node}
+        if saved_outputs:
+            ctx._saved_outputs = saved_outputs
+            ctx._node = weakref.ref(node)
         return wrapped[0] if single else tuple(wrapped)
 
 
