@@ -132,6 +132,8 @@ SAMPLES = [
       [randn(3, 2)], "none"),
     S("cross_entropy", lambda a: cr.cross_entropy(a, np.full((2, 3), 1 / 3), reduction="sum"),
       [randn(2, 3)], "probs"),
+    S("cross_entropy", lambda a, t: cr.cross_entropy(a, t), [randn(2, 3), positive(2, 3)],
+      "probs_requiring_grad"),
     # matrix products and structure
     S("mm", lambda a, b: a @ b, [randn(3, 4), randn(4, 2)]),
     S("mm", lambda a: a @ a, [randn(3, 3)], "square"),

@@ -25,7 +25,7 @@ def randn(*shape):
 
 def spd(A):
     n = A.shape[-1]
-    return A @ A.mT + n * cr.eye(n, dtype=cr.float64)
+    return A @ A.mT + n * cr.eye(n, dtype=A.dtype)
 
 
 def sym(A):

@@ -101,3 +101,52 @@ def test_jvp_matches_central_differences_and_the_vjp(sample):
     lhs = sum(np.sum(u[k] * (0 if jv[k] is None else jv[k].numpy())) for k in live)
     rhs = sum(np.sum((0 if g is None else g.numpy()) * v[i]) for g, i in zip(vjps, diff))
     assert np.isclose(lhs, rhs, rtol=1e-8, atol=1e-10), (lhs, rhs)
+
+
+def _raw_cotangents(outputs, inputs, cotangents, create_graph=False):
+    """The cotangents the engine delivers at ``inputs``, before ``autograd.grad`` casts
+    them to the inputs' dtypes: a rule that computes in float64 shows up here."""
+    from chainrule._dispatch import edge
+    from chainrule._engine import run_backward
+
+    roots = [edge(o) for o in outputs]
+    seeds = [c if create_graph else c._data for c in cotangents]
+    capture = {}
+    for i, x in enumerate(inputs):
+        capture.setdefault(edge(x), i)
+    got = run_backward(roots, seeds, retain_graph=True, accumulate=False, capture=capture,
+                       create_graph=create_graph)
+    return [got[capture[edge(x)]] if len(got) > capture[edge(x)] else None for x in inputs]
+
+
+@pytest.mark.parametrize("sample", SAMPLES, ids=[s.id for s in SAMPLES])
+def test_float32_is_kept_by_forward_vjp_and_jvp(sample):
+    """In float32 the result, the cotangents (first and second order) and the tangents
+    stay float32: no rule may compute in float64."""
+    f32 = np.float32
+    inputs = [cr.tensor(x.astype(f32), requires_grad=True) if isinstance(x, np.ndarray) else x
+              for x in sample.inputs]
+    diff = [x for x in inputs if isinstance(x, cr.Tensor) and x.requires_grad]
+    outs = _outputs(sample.fn(*inputs))
+    want = np.float64 if sample.op == "_to_copy" else f32  # the sample converts to float64
+    assert [o.dtype for o in outs] == [want] * len(outs), sample.id
+    live = [o for o in outs if o.requires_grad]
+    rng = np.random.default_rng(3)
+    u = [cr.tensor(rng.standard_normal(o.shape).astype(o.dtype)) for o in live]
+    for g in _raw_cotangents(live, diff, u):
+        assert g is None or g.dtype == f32, (sample.id, "first-order VJP", g.dtype)
+    grads = _raw_cotangents(live, diff, u, create_graph=True)
+    for g in grads:
+        assert g is None or g.dtype == f32, (sample.id, "create_graph VJP", g.dtype)
+    used = [(g, rng.standard_normal(g.shape).astype(g.dtype)) for g in grads
+            if g is not None and g.requires_grad]
+    if used:
+        second = sum((g * cr.tensor(w)).sum() for g, w in used)
+        for h in _raw_cotangents([second], diff, [cr.tensor(np.ones((), f32))]):
+            assert h is None or h.dtype == f32, (sample.id, "second-order VJP", h.dtype)
+    with fwAD.dual_level():
+        duals = [fwAD.make_dual(x.detach(), rng.standard_normal(x.shape).astype(f32))
+                 if isinstance(x, cr.Tensor) and x.requires_grad else x for x in inputs]
+        for o in _outputs(sample.fn(*duals)):
+            t = fwAD.unpack_dual(o).tangent
+            assert t is None or t.dtype == want, (sample.id, "JVP", t.dtype)

@@ -40,7 +40,7 @@ from ._tensor import Tensor, wrap
 from .ops.einsum import parse as _parse_einsum
 from .ops.indexing import _index_put
 from .ops.matmul import _diagonal_scatter
-from .ops.nn import softmax_array
+from .ops.nn import log_softmax_array, softmax_array
 
 __all__ = ["Batched", "BATCHED", "namespace", "vjp_rows", "jvp_columns"]
 
@@ -582,6 +582,12 @@ def _softmax(x, dim):
     return Batched(softmax_array(x.data, _axis(dim, x.ndim)))
 
 
+def _log_softmax(x, dim):
+    if not isinstance(x, Batched):
+        return log_softmax_array(x, dim)
+    return Batched(log_softmax_array(x.data, _axis(dim, x.ndim)))
+
+
 def _cat(xs, dim):
     xs = list(xs)
     B = _batch_size((xs,))
@@ -727,6 +733,7 @@ BATCHED = _Namespace(
     index_put=_index_put_ns,
     einsum=_einsum,
     softmax=_softmax,
+    log_softmax=_log_softmax,
     cat=_cat,
     stack=_stack,
 )

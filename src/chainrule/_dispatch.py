@@ -37,6 +37,44 @@ SLOW = False
 NODE_TANGENTS = weakref.WeakKeyDictionary()
 
 
+_PY_SCALARS = (float, int, bool)  # NumPy 2 already promotes these weakly (NEP 50)
+_CATEGORY = {"b": 0, "i": 1, "u": 1, "f": 2, "c": 3}
+
+
+def _scalar(x):
+    """A NumPy scalar operand becomes a Python scalar, so that it does not upcast a tensor
+    (PyTorch: a scalar takes part in type promotion by its category only)."""
+    return x.item() if isinstance(x, np.generic) else x
+
+
+def promote_0d(da, db):
+    """PyTorch's rule for a 0-d operand beside a dimensioned one: the 0-d array takes the
+    other's dtype unless its category (bool < int < float < complex) is higher, so
+    ``float32 tensor * tensor(2.0)`` stays float32. Two 0-d or two dimensioned arrays
+    promote as NumPy does."""
+    if (da.ndim == 0) is (db.ndim == 0):
+        return da, db
+    small, big = (da, db) if da.ndim == 0 else (db, da)
+    if _CATEGORY.get(small.dtype.kind, 9) > _CATEGORY.get(big.dtype.kind, 9):
+        return da, db
+    small = small.astype(big.dtype)
+    return (small, db) if da.ndim == 0 else (da, small)
+
+
+def promote_all_0d(datas):
+    """promote_0d over the operands of an op with more than two inputs (``where``)."""
+    arrays = [d for d in datas if d.__class__ is _ndarray]
+    if len(arrays) < 2 or len({d.dtype for d in arrays}) == 1:
+        return datas
+    dimensioned = [d for d in arrays if d.ndim]
+    if not dimensioned or len(dimensioned) == len(arrays):
+        return datas
+    big = np.result_type(*dimensioned)
+    return [d.astype(big) if d.__class__ is _ndarray and d.ndim == 0
+            and _CATEGORY.get(d.dtype.kind, 9) <= _CATEGORY.get(big.kind, 9) else d
+            for d in datas]
+
+
 def apply(op, inputs, attrs=()):
     """Run ``op`` on ``inputs`` (Tensors or constants) with non-tensor ``attrs``.
 
@@ -114,13 +152,15 @@ def make_call(op):
                 if a._requires_grad:
                     mask = 1
             else:
-                da = a
+                da = a if a.__class__ in _PY_SCALARS else _scalar(a)
             if isinstance(b, Tensor):
                 db = b._data
                 if b._requires_grad:
                     mask |= 2
             else:
-                db = b
+                db = b if b.__class__ in _PY_SCALARS else _scalar(b)
+            if da.__class__ is _ndarray and db.__class__ is _ndarray and da.dtype is not db.dtype:
+                da, db = promote_0d(da, db)
             try:
                 out = forward(da, db, *attrs)
             except _FORWARD_ERRORS as e:
@@ -150,8 +190,10 @@ def make_call(op):
                     if x._requires_grad:
                         mask |= bit
                 else:
-                    datas.append(x)
+                    datas.append(x if x.__class__ in _PY_SCALARS else _scalar(x))
                 bit <<= 1
+            if not op.variadic:
+                datas = promote_all_0d(datas)
             try:
                 out = forward(datas, *attrs) if op.variadic else forward(*datas, *attrs)
             except _FORWARD_ERRORS as e:

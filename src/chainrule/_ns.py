@@ -17,7 +17,7 @@ from scipy import special
 
 from .ops.indexing import _index_put
 from .ops.matmul import _diagonal_scatter
-from .ops.nn import softmax_array
+from .ops.nn import log_softmax_array, softmax_array
 
 
 def _prod_others(x, dim):
@@ -72,6 +72,7 @@ RAW = SimpleNamespace(
                                                                 accumulate),
     einsum=lambda eq, *ops: np.einsum(eq, *ops, optimize=len(ops) > 2),
     softmax=softmax_array,
+    log_softmax=log_softmax_array,
     cat=lambda xs, dim: np.concatenate(xs, axis=dim),
     stack=lambda xs, dim: np.stack(xs, axis=dim),
 )
@@ -140,6 +141,7 @@ def _build_differentiable():
         matmul=ops.matmul, trace=ops.trace, diag=ops.diag, diagonal=ops.diagonal,
         diagonal_scatter=ops.diagonal_scatter, tril=ops.tril, triu=ops.triu,
         index_put=ops.index_put, einsum=ops.einsum, softmax=ops.softmax,
+        log_softmax=ops.log_softmax,
         cat=ops.cat, stack=ops.stack,
         **_DIFFERENTIABLE_EXTRA,
     )

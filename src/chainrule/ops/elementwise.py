@@ -68,8 +68,10 @@ def _pow_base(F, g, self, exponent):
 
 
 def _pow_exponent(F, g, self, out):
-    # d/dp x^p = x^p log x; defined as 0 where x == 0 (the limit for p > 0)
-    return F.where(self == 0, 0.0, g * out * F.log(F.where(self == 0, 1.0, self)))
+    # d/dp x^p = x^p log x; defined as 0 where x == 0 (the limit for p > 0). log x is cast
+    # to the result's dtype: a scalar base (2.0 ** x) must not upcast a float32 x.
+    log_self = F.cast(F.log(F.where(self == 0, 1.0, self)), out.dtype)
+    return F.where(self == 0, 0.0, g * out * log_self)
 
 
 POW = defop(
@@ -82,19 +84,20 @@ POW = defop(
 )
 
 
-def _tie_split(F, a, b):
-    # 1 where a wins, 1/2 at ties (the subgradient PyTorch uses), 0 where b wins.
-    return (a > b) + 0.5 * (a == b)
+def _tie_split(F, g, a, b):
+    # g where a wins, g/2 at ties (the subgradient PyTorch uses), 0 where b wins: the bool
+    # masks multiply g, so g's dtype is kept (float32 stays float32)
+    return g * (a > b) + (g * 0.5) * (a == b)
 
 
 def _pick(name, kernel, word, first):
     """maximum / minimum: ``first(a, b)`` orders the arguments so the winner comes first."""
     return defop(
         name, kernel, ("self", "other"),
-        vjp={"self": lambda F, g, self, other: g * _tie_split(F, *first(self, other)),
-             "other": lambda F, g, self, other: g * _tie_split(F, *first(other, self))},
-        jvp={"self": lambda F, t, self, other: t * _tie_split(F, *first(self, other)),
-             "other": lambda F, t, self, other: t * _tie_split(F, *first(other, self))},
+        vjp={"self": lambda F, g, self, other: _tie_split(F, g, *first(self, other)),
+             "other": lambda F, g, self, other: _tie_split(F, g, *first(other, self))},
+        jvp={"self": lambda F, t, self, other: _tie_split(F, t, *first(self, other)),
+             "other": lambda F, t, self, other: _tie_split(F, t, *first(other, self))},
         math={"self": "grad_x = grad * ([x wins] + [x == y] / 2)",
               "other": "grad_y = grad * ([y wins] + [x == y] / 2)",
               "out": "dz = [x wins] dx + [y wins] dy (halves at ties)"},

@@ -71,7 +71,7 @@ def _ce_dlogits(F, self, target, cdim):
     p = F.softmax(self, cdim)
     if target.dtype.kind in "iu":
         return p - _onehot(target, self.shape, cdim)
-    return p * np.sum(target, axis=cdim, keepdims=True) - target
+    return p * F.sum(target, (cdim,), True) - target
 
 
 def _ce_scale(F, g, self, reduction, cdim):
@@ -83,16 +83,23 @@ def _ce_scale(F, g, self, reduction, cdim):
 
 
 CROSS_ENTROPY = defop(
-    "cross_entropy", _ce_forward, ("self",), attrs=("target", "reduction", "cdim"),
+    "cross_entropy", _ce_forward, ("self", "target"), attrs=("reduction", "cdim"),
     vjp={"self": lambda F, g, self, target, reduction, cdim:
-         _ce_scale(F, g, self, reduction, cdim) * _ce_dlogits(F, self, target, cdim)},
+         _ce_scale(F, g, self, reduction, cdim) * _ce_dlogits(F, self, target, cdim),
+         "target": lambda F, g, self, reduction, cdim:
+         -_ce_scale(F, g, self, reduction, cdim) * F.log_softmax(self, cdim)},
     jvp={"self": lambda F, t, self, target, reduction, cdim: _ce_reduce(
-        F, F.sum(t * _ce_dlogits(F, self, target, cdim), (cdim,), False), reduction)},
+        F, F.sum(t * _ce_dlogits(F, self, target, cdim), (cdim,), False), reduction),
+        "target": lambda F, t, self, reduction, cdim: _ce_reduce(
+        F, -F.sum(t * F.log_softmax(self, cdim), (cdim,), False), reduction)},
     math={"self": "grad_x = grad * (softmax(x) - onehot(target)) / N  (reduction='mean'; "
                   "probability targets: softmax(x) * sum(t) - t)",
-          "out": "dy = mean_n sum_c (softmax(x) - onehot(target))_nc dx_nc"},
+          "target": "grad_t = -grad * log_softmax(x) / N  (probability targets only; "
+                    "class indices have no gradient)",
+          "out": "dy = mean_n sum_c [(softmax(x) - onehot(target))_nc dx_nc "
+                 "- log_softmax(x)_nc dt_nc]"},
     source="Bishop, Pattern Recognition and Machine Learning (2006), eq. 4.109 (softmax with "
-           "cross-entropy)",
+           "cross-entropy); loss = -sum_c t_c log_softmax(x)_c is linear in t",
 )
 
 
@@ -131,8 +138,9 @@ def cross_entropy(input, target, reduction="mean"):
         Unnormalized logits; classes along dim 1 (dim 0 for a 1-D input).
     target : Tensor or array
         Class indices (integer, shape of ``input`` without the class dim, values in
-        ``[0, C)``) or class probabilities (float, same shape as ``input``). No gradient
-        flows into ``target``.
+        ``[0, C)``) or class probabilities (float, same shape as ``input``; cast to
+        ``input``'s dtype). Probability targets that require grad receive
+        ``-grad * log_softmax(input)``, as in PyTorch.
     reduction : {"mean", "sum", "none"}
 
     Raises
@@ -153,7 +161,10 @@ def cross_entropy(input, target, reduction="mean"):
         if t.size and (t.min() < 0 or t.max() >= x.shape[cdim]):
             raise IndexError(f"cross_entropy: target values must be in [0, {x.shape[cdim]}), "
                              f"got range [{t.min()}, {t.max()}]")
-    elif t.shape != x.shape:
+        return apply(CROSS_ENTROPY, (input, t), (reduction, cdim))
+    if t.shape != x.shape:
         raise ValueError(f"cross_entropy: probability target of shape {t.shape} does not match "
                          f"input of shape {x.shape}")
-    return apply(CROSS_ENTROPY, (input,), (t, reduction, cdim))
+    if t.dtype != x.dtype and x.dtype.kind == "f":
+        target = target.to(x.dtype) if isinstance(target, Tensor) else t.astype(x.dtype)
+    return apply(CROSS_ENTROPY, (input, target), (reduction, cdim))

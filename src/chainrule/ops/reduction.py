@@ -109,9 +109,8 @@ PROD = defop(
 
 def _select_mask(F, self, out, dim, keepdim):
     """Entries equal to the reduced extreme, each weighted 1/count (ties split evenly)."""
-    mask = self == _unreduce(F, out, self.shape, dim, keepdim)
-    count = F.sum(mask, dim, True)
-    return mask / count
+    mask = F.cast(self == _unreduce(F, out, self.shape, dim, keepdim), self.dtype)
+    return mask / F.sum(mask, dim, True)  # in x's dtype: float32 stays float32
 
 
 def _extreme(name, kernel, word):
@@ -265,7 +264,7 @@ def _vector_norm_dx(F, self, out, ord, dim, keepdim):
     if ord == 1:
         return F.sign(self)
     if abs(ord) == math.inf:
-        mask = F.abs(self) == out
+        mask = F.cast(F.abs(self) == out, self.dtype)
         return F.sign(self) * mask / F.sum(mask, dim, True)
     safe = F.where(out == 0, 1.0, out)
     if ord == 2:
