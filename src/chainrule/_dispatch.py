@@ -152,15 +152,20 @@ def make_call(op):
                 if a._requires_grad:
                     mask = 1
             else:
-                da = a if a.__class__ in _PY_SCALARS else _scalar(a)
+                da = a if a.__class__ is float else _scalar(a)
             if isinstance(b, Tensor):
                 db = b._data
                 if b._requires_grad:
                     mask |= 2
+                if da.__class__ is _ndarray and da.dtype is not db.dtype:
+                    da, db = promote_0d(da, db)
+            elif b.__class__ is not float:
+                db = _scalar(b)
+                if da.__class__ is _ndarray and db.__class__ is _ndarray \
+                        and da.dtype is not db.dtype:
+                    da, db = promote_0d(da, db)
             else:
-                db = b if b.__class__ in _PY_SCALARS else _scalar(b)
-            if da.__class__ is _ndarray and db.__class__ is _ndarray and da.dtype is not db.dtype:
-                da, db = promote_0d(da, db)
+                db = b
             try:
                 out = forward(da, db, *attrs)
             except _FORWARD_ERRORS as e:
@@ -256,6 +261,7 @@ def _record(op, inputs, datas, attrs, out, mask):
         shapes = tuple(np.shape(d) for d in datas)
     if op.nout == 1:
         node = _new(OpNode)
+        node.out_shape = out.shape
         if op.view:
             if shares_memory(out, datas[0]):
                 result = _output(out, node, 0, inputs[0]._vc)
@@ -277,12 +283,12 @@ def _record(op, inputs, datas, attrs, out, mask):
     else:
         node = _new(MultiOpNode)
         node.nout = op.nout
+        node.out_shape = None
         result = tuple(_output(o, node if i in op.out_diff else None, i, [0])
                        for i, o in enumerate(out))
     node.plan = plan
     node.next_functions = edges
     node.shapes = shapes
-    node.out_shape = out.shape if op.nout == 1 else None
     node.pre_hooks = None
     keep = plan.keep
     if keep is None:
