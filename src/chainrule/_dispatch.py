@@ -157,7 +157,8 @@ def make_call(op):
                 db = b._data
                 if b._requires_grad:
                     mask |= 2
-                if da.__class__ is _ndarray and da.dtype is not db.dtype:
+                if da.__class__ is _ndarray and db.__class__ is _ndarray \
+                        and da.dtype is not db.dtype:
                     da, db = promote_0d(da, db)
             elif b.__class__ is not float:
                 db = _scalar(b)
