@@ -13,6 +13,7 @@ import numpy as np
 from .._dispatch import apply
 from .._table import defop, documented
 from .._tensor import Tensor
+from ._dims import wrap_dim
 
 __all__ = ["softmax", "log_softmax", "cross_entropy"]
 
@@ -109,23 +110,20 @@ def _ce_reduce(F, per_sample, reduction):
     return F.sum(per_sample, None, False) if reduction == "sum" else per_sample
 
 
-def _dim(dim, x):
-    nd = x.ndim if isinstance(x, Tensor) else np.ndim(x)
-    if not -max(nd, 1) <= dim < max(nd, 1):
-        raise IndexError(f"dim {dim} is out of range for a tensor with {nd} dimensions")
-    return dim % max(nd, 1)
+def _dim(dim, x, op):
+    return wrap_dim(dim, x.ndim if isinstance(x, Tensor) else np.ndim(x), op)
 
 
 @documented(SOFTMAX)
 def softmax(input, dim):
     """``exp(x) / sum(exp(x), dim)``, computed stably."""
-    return apply(SOFTMAX, (input,), (_dim(dim, input),))
+    return apply(SOFTMAX, (input,), (_dim(dim, input, "softmax"),))
 
 
 @documented(LOG_SOFTMAX)
 def log_softmax(input, dim):
     """``x - logsumexp(x, dim)``, computed stably."""
-    return apply(LOG_SOFTMAX, (input,), (_dim(dim, input),))
+    return apply(LOG_SOFTMAX, (input,), (_dim(dim, input, "log_softmax"),))
 
 
 @documented(CROSS_ENTROPY)

@@ -15,6 +15,7 @@ from scipy import special
 from .._dispatch import apply
 from .._table import defop, documented
 from .._tensor import Tensor
+from ._dims import wrap_dim, wrap_dims
 
 __all__ = ["sum", "mean", "prod", "amax", "amin", "max", "min", "var", "std", "logsumexp",
            "vector_norm", "norm", "argmax", "argmin"]
@@ -24,19 +25,14 @@ _builtin_max = max
 _builtin_min = min
 
 
-def _dims(dim, ndim):
-    """Normalize ``dim`` to a sorted tuple of non-negative ints, or None for all dims."""
+def _dims(dim, ndim, op="reduction"):
+    """Normalize ``dim`` to a sorted tuple of non-negative ints, or None for all dims (also
+    for a 0-d tensor, whose dim 0 / -1 is its only entry, as in PyTorch)."""
     if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
         return None
     dims = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
-    n = _builtin_max(ndim, 1)
-    for d in dims:
-        if not -n <= d < n:
-            raise IndexError(
-                f"dim {d} is out of range for a tensor with {ndim} dimensions "
-                f"(expected -{n} <= dim < {n})"
-            )
-    return tuple(sorted({int(d) % n for d in dims}))
+    dims = wrap_dims(dims, ndim, op)
+    return None if ndim == 0 else tuple(sorted(dims))
 
 
 def _ndim(x):
@@ -188,29 +184,37 @@ VAR = defop(
                                                       keepdims=keepdim),
     ("self",), attrs=("dim", "correction", "keepdim"),
     vjp={"self": lambda F, g, self, dim, correction, keepdim:
-         _unreduce(F, g, self.shape, dim, keepdim) * (2.0 / (_count(self.shape, dim)
-                                                             - correction))
+         _unreduce(F, g, self.shape, dim, keepdim) * (2.0 * _inv_dof(self.shape, dim,
+                                                                       correction))
          * _centered(F, self, dim)},
     jvp={"self": lambda F, t, self, dim, correction, keepdim:
          F.sum(t * _centered(F, self, dim), dim, keepdim)
-         * (2.0 / (_count(self.shape, dim) - correction))},
-    math={"self": "grad_x = grad * 2 (x - mean(x)) / (n - correction)",
+         * (2.0 * _inv_dof(self.shape, dim, correction))},
+    math={"self": "grad_x = grad * 2 (x - mean(x)) / (n - correction)  (n <= correction: the "
+                  "variance is nan/inf and so is its gradient, as in PyTorch)",
           "out": "dy = 2 sum((x - mean) dx) / (n - correction)"},
     source="derivative of sum((x - mean)^2) / (n - c); the mean's own term sums to zero",
 )
 
 
+def _inv_dof(shape, dim, correction):
+    """1 / (n - correction); inf when there are no degrees of freedom (the forward is then
+    nan or inf with a warning, and the gradient nan, as in PyTorch; never ZeroDivisionError)."""
+    dof = _count(shape, dim) - correction
+    return 1.0 / dof if dof else math.inf
+
+
 def _std_vjp(F, g, self, out, dim, correction, keepdim):
     safe = F.where(out == 0, 1.0, out)
     scale = F.where(out == 0, 0.0, g / safe)
-    n = _count(self.shape, dim) - correction
-    return _unreduce(F, scale, self.shape, dim, keepdim) * _centered(F, self, dim) / n
+    return (_unreduce(F, scale, self.shape, dim, keepdim) * _centered(F, self, dim)
+            * _inv_dof(self.shape, dim, correction))
 
 
 def _std_jvp(F, t, self, out, dim, correction, keepdim):
     safe = F.where(out == 0, 1.0, out)
-    n = _count(self.shape, dim) - correction
-    return F.where(out == 0, 0.0, F.sum(t * _centered(F, self, dim), dim, keepdim) / (n * safe))
+    return F.where(out == 0, 0.0, F.sum(t * _centered(F, self, dim), dim, keepdim)
+                   * _inv_dof(self.shape, dim, correction) / safe)
 
 
 STD = defop(
@@ -304,7 +308,7 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):
         from .elementwise import to_dtype
 
         input = to_dtype(input, dtype)
-    return apply(SUM, (input,), (_dims(dim, _ndim(input)), bool(keepdim)))
+    return apply(SUM, (input,), (_dims(dim, _ndim(input), 'sum'), bool(keepdim)))
 
 
 @documented(MEAN)
@@ -314,7 +318,7 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):
         from .elementwise import to_dtype
 
         input = to_dtype(input, dtype)
-    return apply(MEAN, (input,), (_dims(dim, _ndim(input)), bool(keepdim)))
+    return apply(MEAN, (input,), (_dims(dim, _ndim(input), 'mean'), bool(keepdim)))
 
 
 @documented(PROD)
@@ -324,29 +328,33 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
         from .elementwise import to_dtype
 
         input = to_dtype(input, dtype)
-    return apply(PROD, (input,), (_dims(dim, _ndim(input)), bool(keepdim)))
+    return apply(PROD, (input,), (_dims(dim, _ndim(input), 'prod'), bool(keepdim)))
 
 
 @documented(AMAX)
 def amax(input, dim=(), keepdim=False):
     """Largest value over ``dim`` (all dims by default); ties share the gradient."""
-    return apply(AMAX, (input,), (_dims(dim, _ndim(input)), bool(keepdim)))
+    return apply(AMAX, (input,), (_dims(dim, _ndim(input), 'amax'), bool(keepdim)))
 
 
 @documented(AMIN)
 def amin(input, dim=(), keepdim=False):
     """Smallest value over ``dim`` (all dims by default); ties share the gradient."""
-    return apply(AMIN, (input,), (_dims(dim, _ndim(input)), bool(keepdim)))
+    return apply(AMIN, (input,), (_dims(dim, _ndim(input), 'amin'), bool(keepdim)))
 
 
 max_return = collections.namedtuple("max", ["values", "indices"])
 min_return = collections.namedtuple("min", ["values", "indices"])
 
 
-def _single_dim(dim, input, name):
-    if not isinstance(dim, (int, np.integer)):
-        raise TypeError(f"{name}: dim must be an int, got {type(dim).__name__}")
-    return _dims(dim, _ndim(input)) or (0,)
+def _select_along(input, op, dim, keepdim, name):
+    """max/min along ``dim``: a 0-d tensor is its own extreme (index 0), as in PyTorch."""
+    d = wrap_dim(dim, _ndim(input), name)
+    if _ndim(input) == 0:
+        from .shape import reshape
+
+        return apply(op, (reshape(input, (1,)),), ((0,), False))
+    return apply(op, (input,), ((d,), bool(keepdim)))
 
 
 @documented(MAX_DIM, AMAX)
@@ -360,7 +368,7 @@ def max(input, dim=None, keepdim=False):
         return maximum(input, dim)
     if dim is None:
         return amax(input)
-    values, indices = apply(MAX_DIM, (input,), (_single_dim(dim, input, "max"), bool(keepdim)))
+    values, indices = _select_along(input, MAX_DIM, dim, keepdim, "max")
     return max_return(values, indices)
 
 
@@ -374,7 +382,7 @@ def min(input, dim=None, keepdim=False):
         return minimum(input, dim)
     if dim is None:
         return amin(input)
-    values, indices = apply(MIN_DIM, (input,), (_single_dim(dim, input, "min"), bool(keepdim)))
+    values, indices = _select_along(input, MIN_DIM, dim, keepdim, "min")
     return min_return(values, indices)
 
 
@@ -383,7 +391,12 @@ def argmax(input, dim=None, keepdim=False):
     from .._tensor import wrap
 
     data = input._data if isinstance(input, Tensor) else np.asarray(input)
-    return wrap(np.argmax(data, axis=dim, keepdims=keepdim if dim is not None else False))
+    if dim is None:
+        return wrap(np.asarray(np.argmax(data)))
+    d = wrap_dim(dim, data.ndim, "argmax")
+    if data.ndim == 0:
+        return wrap(np.zeros((), np.int64))
+    return wrap(np.asarray(np.argmax(data, axis=d, keepdims=bool(keepdim))))
 
 
 def argmin(input, dim=None, keepdim=False):
@@ -391,7 +404,19 @@ def argmin(input, dim=None, keepdim=False):
     from .._tensor import wrap
 
     data = input._data if isinstance(input, Tensor) else np.asarray(input)
-    return wrap(np.argmin(data, axis=dim, keepdims=keepdim if dim is not None else False))
+    if dim is None:
+        return wrap(np.asarray(np.argmin(data)))
+    d = wrap_dim(dim, data.ndim, "argmin")
+    if data.ndim == 0:
+        return wrap(np.zeros((), np.int64))
+    return wrap(np.asarray(np.argmin(data, axis=d, keepdims=bool(keepdim))))
+
+
+def _dim_or_unbiased(dim, unbiased):
+    """``var(x, True)``: PyTorch's overload takes a positional bool as ``unbiased``."""
+    if isinstance(dim, (bool, np.bool_)):
+        return None, bool(dim)
+    return dim, unbiased
 
 
 def _correction(correction, unbiased):
@@ -404,21 +429,25 @@ def _correction(correction, unbiased):
 def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """Variance over ``dim`` with ``correction`` (Bessel's, 1, by default; ``unbiased=False``
     means 0)."""
-    return apply(VAR, (input,), (_dims(dim, _ndim(input)), _correction(correction, unbiased),
+    dim, unbiased = _dim_or_unbiased(dim, unbiased)
+    return apply(VAR, (input,), (_dims(dim, _ndim(input), "var"),
+                                 _correction(correction, unbiased),
                                  bool(keepdim)))
 
 
 @documented(STD)
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """Standard deviation over ``dim`` (see :func:`var`)."""
-    return apply(STD, (input,), (_dims(dim, _ndim(input)), _correction(correction, unbiased),
+    dim, unbiased = _dim_or_unbiased(dim, unbiased)
+    return apply(STD, (input,), (_dims(dim, _ndim(input), "std"),
+                                 _correction(correction, unbiased),
                                  bool(keepdim)))
 
 
 @documented(LOGSUMEXP)
 def logsumexp(input, dim, keepdim=False):
     """``log(sum(exp(x), dim))`` computed stably."""
-    return apply(LOGSUMEXP, (input,), (_dims(dim, _ndim(input)), bool(keepdim)))
+    return apply(LOGSUMEXP, (input,), (_dims(dim, _ndim(input), 'logsumexp'), bool(keepdim)))
 
 
 @documented(VECTOR_NORM)
@@ -429,7 +458,8 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
         from .elementwise import to_dtype
 
         x = to_dtype(x, dtype)
-    return apply(VECTOR_NORM, (x,), (float(ord), _dims(dim, _ndim(x)), bool(keepdim)))
+    return apply(VECTOR_NORM, (x,), (float(ord), _dims(dim, _ndim(x), "vector_norm"),
+                                      bool(keepdim)))
 
 
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):

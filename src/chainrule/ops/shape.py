@@ -13,6 +13,7 @@ import numpy as np
 from .._dispatch import apply
 from .._table import defop, documented
 from .._tensor import Tensor
+from ._dims import wrap_dim, wrap_dims
 
 __all__ = ["reshape", "view", "flatten", "transpose", "swapaxes", "t", "permute", "squeeze",
            "unsqueeze", "expand", "broadcast_to", "cat", "concat", "concatenate", "stack",
@@ -78,10 +79,15 @@ def view(input, *shape):
 def flatten(input, start_dim=0, end_dim=-1):
     """Merge dims ``start_dim..end_dim`` into one."""
     shape = _shape(input)
+    s = wrap_dim(start_dim, len(shape), "flatten")
+    e = wrap_dim(end_dim, len(shape), "flatten")
+    if s > e:
+        raise RuntimeError(f"flatten: start_dim ({start_dim}) cannot come after end_dim "
+                           f"({end_dim}) for a tensor of shape {tuple(shape)}")
     if len(shape) == 0:
         return reshape(input, (1,))
-    s, e = start_dim % len(shape), end_dim % len(shape)
-    return reshape(input, shape[:s] + (-1,) + shape[e + 1:])
+    size = int(np.prod(shape[s:e + 1]))  # an explicit size: -1 is ambiguous for empty dims
+    return reshape(input, shape[:s] + (size,) + shape[e + 1:])
 
 
 TRANSPOSE = defop(
@@ -96,7 +102,9 @@ TRANSPOSE = defop(
 @documented(TRANSPOSE)
 def transpose(input, dim0, dim1):
     """Swap dims ``dim0`` and ``dim1`` (a view)."""
-    return apply(TRANSPOSE, (input,), (int(dim0), int(dim1)))
+    nd = len(_shape(input))
+    return apply(TRANSPOSE, (input,), (wrap_dim(dim0, nd, "transpose"),
+                                       wrap_dim(dim1, nd, "transpose")))
 
 
 swapaxes = transpose
@@ -125,18 +133,30 @@ def permute(input, *dims):
     """Reorder the dims (a view); ``dims`` is a permutation of ``range(ndim)``."""
     dims = _sizes(dims)
     nd = len(_shape(input))
-    if len(dims) != nd or sorted(d % nd for d in dims) != list(range(nd)):
-        raise ValueError(f"permute: dims {dims} is not a permutation of the {nd} dims of a "
-                         f"tensor of shape {_shape(input)}")
-    return apply(PERMUTE, (input,), (tuple(d % nd for d in dims),))
+    if len(dims) != nd:
+        raise RuntimeError(f"permute: number of dims don't match in permute: the tensor has "
+                           f"shape {tuple(_shape(input))} and dims {dims} has {len(dims)}")
+    wrapped = wrap_dims(dims, nd, "permute")
+    return apply(PERMUTE, (input,), (wrapped,))
 
 
 def movedim(input, source, destination):
     """Move dim ``source`` to position ``destination``."""
     nd = len(_shape(input))
-    order = [d for d in range(nd) if d != source % nd]
-    order.insert(destination % nd, source % nd)
-    return permute(input, order)
+    sources = (source,) if isinstance(source, (int, np.integer)) else tuple(source)
+    dests = (destination,) if isinstance(destination, (int, np.integer)) else tuple(destination)
+    if len(sources) != len(dests):
+        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({sources} "
+                           f"dims) should contain the same number of dims as destination "
+                           f"({dests} dims)")
+    src = wrap_dims(sources, nd, "movedim")
+    dst = wrap_dims(dests, nd, "movedim")
+    order = [None] * nd
+    for s_, d_ in zip(src, dst):
+        order[d_] = s_
+    rest = iter(d for d in range(nd) if d not in src)
+    order = [next(rest) if o is None else o for o in order]
+    return permute(input, order) if nd else input
 
 
 def squeeze(input, dim=None):
@@ -145,7 +165,8 @@ def squeeze(input, dim=None):
     if dim is None:
         new = tuple(n for n in shape if n != 1)
     else:
-        dims = {d % max(len(shape), 1) for d in ((dim,) if isinstance(dim, int) else dim)}
+        dims = set(wrap_dims((dim,) if isinstance(dim, (int, np.integer)) else tuple(dim),
+                             len(shape), "squeeze"))
         new = tuple(n for i, n in enumerate(shape) if not (i in dims and n == 1))
     return reshape(input, new)
 
@@ -153,7 +174,7 @@ def squeeze(input, dim=None):
 def unsqueeze(input, dim):
     """Insert a dim of size 1 at ``dim`` (``-1`` appends)."""
     shape = _shape(input)
-    d = dim % (len(shape) + 1)
+    d = wrap_dim(dim, len(shape), "unsqueeze", extra=1)
     return reshape(input, shape[:d] + (1,) + shape[d:])
 
 
@@ -216,10 +237,16 @@ def cat(tensors, dim=0):
     tensors = list(tensors)
     if not tensors:
         raise ValueError("cat: expected a non-empty sequence of tensors")
+    for i, x in enumerate(tensors):
+        if len(_shape(x)) == 0:
+            raise RuntimeError(f"cat: zero-dimensional tensor (at position {i}) cannot be "
+                               "concatenated; use stack")
+    # PyTorch's legacy rule: 1-D empty tensors are skipped beside tensors of other ranks
+    kept = [x for x in tensors if tuple(_shape(x)) != (0,)]
+    if kept and len(kept) < len(tensors) and any(len(_shape(x)) != 1 for x in kept):
+        tensors = kept
     nd = len(_shape(tensors[0]))
-    if nd == 0:
-        raise ValueError("cat: zero-dimensional tensors cannot be concatenated; use stack")
-    d = dim % nd
+    d = wrap_dim(dim, nd, "cat")
     sizes = tuple(_shape(x)[d] if len(_shape(x)) > d else 0 for x in tensors)
     return apply(CAT, tensors, (d, sizes))
 
@@ -249,22 +276,29 @@ def stack(tensors, dim=0):
     tensors = list(tensors)
     if not tensors:
         raise ValueError("stack: expected a non-empty sequence of tensors")
-    nd = len(_shape(tensors[0])) + 1
-    return apply(STACK, tensors, (dim % nd,))
+    nd = len(_shape(tensors[0]))
+    return apply(STACK, tensors, (wrap_dim(dim, nd, "stack", extra=1),))
 
 
 def split(tensor, split_size_or_sections, dim=0):
     """Split into pieces of ``split_size`` (the last may be smaller) or of the listed sizes;
     each piece is a view recorded by indexing."""
-    n = _shape(tensor)[dim]
-    if isinstance(split_size_or_sections, int):
-        size = split_size_or_sections
-        sizes = [min(size, n - s) for s in range(0, n, size)] or [0]
+    shape = _shape(tensor)
+    if len(shape) == 0:
+        raise RuntimeError("split: split expects at least a 1-dimensional tensor")
+    d = wrap_dim(dim, len(shape), "split")
+    n = shape[d]
+    if isinstance(split_size_or_sections, (int, np.integer)):
+        size = int(split_size_or_sections)
+        if size <= 0 and n:
+            raise RuntimeError(f"split: split_size must be positive, got {size}")
+        sizes = [min(size, n - s) for s in range(0, n, size)] if n else [0]
     else:
         sizes = list(split_size_or_sections)
         if sum(sizes) != n:
-            raise ValueError(f"split: sizes {sizes} do not add up to {n} along dim {dim}")
-    d = dim % len(_shape(tensor))
+            raise RuntimeError(f"split: split_with_sizes expects split_sizes to sum exactly to "
+                               f"{n} (input tensor's size at dimension {d}), but got "
+                               f"split_sizes={sizes}")
     out, start = [], 0
     for s in sizes:
         out.append(tensor[(slice(None),) * d + (slice(start, start + s),)])
@@ -274,12 +308,19 @@ def split(tensor, split_size_or_sections, dim=0):
 
 def chunk(input, chunks, dim=0):
     """Split into ``chunks`` pieces of ``ceil(n / chunks)`` (the last may be smaller)."""
-    n = _shape(input)[dim]
+    if chunks <= 0:
+        raise RuntimeError(f"chunk: chunk expects `chunks` to be greater than 0, got: {chunks}")
+    shape = _shape(input)
+    if len(shape) == 0:
+        raise RuntimeError("chunk: chunk expects at least a 1-dimensional tensor")
+    n = shape[wrap_dim(dim, len(shape), "chunk")]
     size = -(-n // chunks)
     return split(input, max(size, 1), dim)
 
 
 def unbind(input, dim=0):
     """The slices along ``dim``, as a tuple."""
-    d = dim % len(_shape(input))
+    if len(_shape(input)) == 0:
+        raise IndexError(f"unbind: Dimension specified as {dim} but tensor has no dimensions")
+    d = wrap_dim(dim, len(_shape(input)), "unbind")
     return tuple(input[(slice(None),) * d + (i,)] for i in range(_shape(input)[d]))

@@ -1,0 +1,37 @@
+"""Dimension arguments, wrapped the way PyTorch wraps them (one place for every op).
+
+A negative ``dim`` counts from the end; a 0-d tensor accepts ``dim`` 0 and -1 as if it had
+one dim. Anything else raises PyTorch's IndexError, prefixed with the op's name.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def wrap_dim(dim, ndim, op, *, extra=0):
+    """``dim`` as a non-negative int for a tensor with ``ndim`` dims (``extra=1`` for ops
+    that insert a dim, such as ``unsqueeze`` and ``stack``).
+
+    Raises IndexError "Dimension out of range (expected to be in range of [-n, n-1], but
+    got d)" and TypeError for a non-integer dim.
+    """
+    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)):
+        raise TypeError(f"{op}: dim must be an int, got {type(dim).__name__} {dim!r}")
+    n = max(ndim + extra, 1)
+    if not -n <= dim < n:
+        raise IndexError(f"{op}: Dimension out of range (expected to be in range of "
+                         f"[{-n}, {n - 1}], but got {dim})")
+    return int(dim) % n
+
+
+def wrap_dims(dims, ndim, op):
+    """A tuple of wrapped dims, each at most once (RuntimeError "dim d appears multiple
+    times in the list of dims" as in PyTorch)."""
+    out = []
+    for d in dims:
+        w = wrap_dim(d, ndim, op)
+        if w in out:
+            raise RuntimeError(f"{op}: dim {w} appears multiple times in the list of dims")
+        out.append(w)
+    return tuple(out)
