@@ -73,6 +73,10 @@ SAMPLES = [
     S("pow", lambda a: a ** 3, [randn(3, 4)], "scalar"),
     S("pow", lambda a: 2.0 ** a, [randn(3)], "rpow"),
     S("maximum", lambda a, b: cr.maximum(a, b), [randn(3, 4), randn(4)]),
+    S("clamp_tensor", lambda a, lo, hi: cr.clamp(a, lo, hi),
+      [np.linspace(-2.0, 2.0, 12).reshape(3, 4) + 0.05, np.full(4, -0.93), np.full(4, 1.01)]),
+    S("clamp_tensor", lambda a, lo: cr.clamp(a, min=lo), [np.linspace(-2.0, 2.0, 12) + 0.05,
+                                                          np.full(12, 0.11)], "min_only"),
     S("minimum", lambda a, b: cr.minimum(a, b), [randn(3, 4), randn(3, 1)]),
     S("where", lambda a, b: cr.where(MASK, a, b), [randn(3, 4), randn(4)]),
     # elementwise unary

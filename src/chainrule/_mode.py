@@ -6,6 +6,8 @@ The dispatcher reads ``STATE.enabled`` once per op; when it is False no graph is
 from __future__ import annotations
 
 import functools
+import inspect
+import sys
 import threading
 
 
@@ -46,6 +48,8 @@ class _GradMode:
 
     def __call__(self, fn):
         mode = self._mode
+        if inspect.isgeneratorfunction(fn):
+            return _generator_in_mode(fn, mode)
 
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
@@ -57,6 +61,50 @@ class _GradMode:
                 STATE.enabled = prev
 
         return wrapper
+
+
+class _ModeSet:
+    """Set grad mode for a block and restore it after (the generator wrapper's helper)."""
+
+    def __init__(self, mode):
+        self.mode = mode
+
+    def __enter__(self):
+        self.prev = STATE.enabled
+        STATE.enabled = self.mode
+
+    def __exit__(self, *exc):
+        STATE.enabled = self.prev
+        return False
+
+
+def _generator_in_mode(fn, mode):
+    """A generator function whose body runs in grad mode ``mode`` at every resume (and
+    the caller's mode in between), as PyTorch's decorators do for generators."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        gen = fn(*args, **kwargs)
+        try:
+            with _ModeSet(mode):
+                response = gen.send(None)
+            while True:
+                try:
+                    request = yield response
+                except GeneratorExit:
+                    with _ModeSet(mode):
+                        gen.close()
+                    raise
+                except BaseException:
+                    with _ModeSet(mode):
+                        response = gen.throw(*sys.exc_info())
+                else:
+                    with _ModeSet(mode):
+                        response = gen.send(request)
+        except StopIteration as stop:
+            return stop.value
+
+    return wrapper
 
 
 class no_grad(_GradMode):

@@ -63,6 +63,9 @@ def _solve_triangular(A, B, *, upper, left=True, unitriangular=False):
         X = _solve_triangular(np.swapaxes(A, -1, -2), np.swapaxes(B, -1, -2), upper=not upper,
                               unitriangular=unitriangular)
         return np.swapaxes(X, -1, -2)
+    if A.size == 0 or B.size == 0:  # 0x0 systems (PyTorch allows them): an empty solution
+        shape = np.broadcast_shapes(A.shape[:-2], B.shape[:-2]) + B.shape[-2:]
+        return np.zeros(shape, np.result_type(A.dtype, B.dtype))
     T = np.triu(A) if upper else np.tril(A)
     if unitriangular:
         T = T.copy()

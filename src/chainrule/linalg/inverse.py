@@ -229,6 +229,8 @@ def _cofactor(A):
     continuous extension (nonzero when rank(A) = n - 1).
     """
     A = np.asarray(A)
+    if A.size == 0:  # 0x0 matrices (det = 1): an empty cofactor
+        return np.zeros(A.shape, A.dtype)
     n = A.shape[-1]
     flat = A.reshape(-1, n, n)
     det = np.linalg.det(flat)

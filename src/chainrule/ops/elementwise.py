@@ -85,9 +85,10 @@ POW = defop(
 
 
 def _tie_split(F, g, a, b):
-    # g where a wins, g/2 at ties (the subgradient PyTorch uses), 0 where b wins: the bool
-    # masks multiply g, so g's dtype is kept (float32 stays float32)
-    return g * (a > b) + (g * 0.5) * (a == b)
+    # g where a wins, g/2 at ties (the subgradient PyTorch uses), 0 where b wins, and g
+    # where either is NaN (it propagates: PyTorch's maximum backward). The bool masks
+    # multiply g, so g's dtype is kept (float32 stays float32).
+    return g * ~(a <= b) + (g * 0.5) * (a == b)
 
 
 def _pick(name, kernel, word, first):
@@ -98,8 +99,8 @@ def _pick(name, kernel, word, first):
              "other": lambda F, g, self, other: _tie_split(F, g, *first(other, self))},
         jvp={"self": lambda F, t, self, other: _tie_split(F, t, *first(self, other)),
              "other": lambda F, t, self, other: _tie_split(F, t, *first(other, self))},
-        math={"self": "grad_x = grad * ([x wins] + [x == y] / 2)",
-              "other": "grad_y = grad * ([y wins] + [x == y] / 2)",
+        math={"self": "grad_x = grad * ([x wins] + [x == y] / 2)  (NaN: the gradient passes)",
+              "other": "grad_y = grad * ([y wins] + [x == y] / 2)  (NaN: the gradient passes)",
               "out": "dz = [x wins] dx + [y wins] dy (halves at ties)"},
         source=f"subgradient of {word}(x, y); ties split evenly as in PyTorch",
     )
@@ -192,8 +193,9 @@ SIGN = defop(
     math={"self": "grad_x = 0", "out": "dy = 0"},
     source="sign is piecewise constant; 0 everywhere as in PyTorch",
 )
-ABS = elementwise("abs", np.abs, lambda F, self: F.sign(self), math="sign(x)",
-                  source=CALCULUS + "; subgradient 0 at x = 0 as in PyTorch")
+ABS = elementwise("abs", np.abs, lambda F, self: F.sign(F.where(self == self, self, 0.0)),
+                  math="sign(x)  (0 at x = 0 and at NaN)",
+                  source=CALCULUS + "; subgradient 0 at x = 0 and at NaN, as in PyTorch")
 EXP = elementwise("exp", np.exp, lambda F, out: out, math="exp(x)", source=CALCULUS)
 LOG = elementwise("log", np.log, lambda F, self: 1 / self, math="1 / x", source=CALCULUS)
 LOG1P = elementwise("log1p", np.log1p, lambda F, self: 1 / (1 + self), math="1 / (1 + x)",
@@ -210,8 +212,10 @@ TANH = elementwise("tanh", np.tanh, lambda F, out: 1 - out * out, math="1 - tanh
                    source=CALCULUS)
 SIGMOID = elementwise("sigmoid", special.expit, lambda F, out: out * (1 - out),
                       math="s (1 - s), s = sigmoid(x)", source=CALCULUS)
-RELU = elementwise("relu", lambda x: np.maximum(x, 0), lambda F, out: out > 0,
-                   math="[x > 0]", source=CALCULUS + "; subgradient 0 at x = 0 as in PyTorch")
+RELU = elementwise("relu", lambda x: np.maximum(x, 0), lambda F, out: ~(out <= 0),
+                   math="[not x <= 0]  (0 at x = 0; 1 at NaN, where the NaN propagates)",
+                   source=CALCULUS + "; subgradient 0 at x = 0 and NaN passing the gradient, as "
+                   "PyTorch's threshold_backward")
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 ERF = elementwise("erf", special.erf, lambda F, self: _TWO_OVER_SQRT_PI * F.exp(-self * self),
                   math="2 / sqrt(pi) * exp(-x^2)",
@@ -253,6 +257,22 @@ CLAMP = defop(
     jvp={"self": lambda F, t, self, min, max: t * _clamp_mask(self, min, max)},
     math={"self": "grad_x = grad * [min <= x <= max]", "out": "dy = [min <= x <= max] dx"},
     source=CALCULUS + "; boundaries pass the gradient as in PyTorch",
+)
+
+
+CLAMP_TENSOR = defop(
+    "clamp_tensor", lambda x, lo, hi: np.minimum(np.maximum(x, lo), hi), ("self", "min", "max"),
+    vjp={"self": lambda F, g, self, min, max: g * ((self >= min) & (self <= max)),
+         "min": lambda F, g, self, min: g * (self < min),
+         "max": lambda F, g, self, max: g * (self > max)},
+    jvp={"self": lambda F, t, self, min, max: t * ((self >= min) & (self <= max)),
+         "min": lambda F, t, self, min: t * (self < min),
+         "max": lambda F, t, self, max: t * (self > max)},
+    math={"self": "grad_x = grad * [min <= x <= max]  (boundaries pass, as with number bounds)",
+          "min": "grad_min = grad * [x < min]", "max": "grad_max = grad * [x > max]",
+          "out": "dy = [min <= x <= max] dx + [x < min] dmin + [x > max] dmax"},
+    source=CALCULUS + "; PyTorch's clamp.Tensor backward (ties pass the gradient to x)",
+    node_name="ClampBackward1",
 )
 
 
@@ -339,12 +359,8 @@ def clamp(input, min=None, max=None):
     if min is None and max is None:
         raise ValueError("clamp: at least one of min and max must be given")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
-        out = input
-        if min is not None:
-            out = maximum(out, min)
-        if max is not None:
-            out = minimum(out, max)
-        return out
+        return apply(CLAMP_TENSOR, (input, -math.inf if min is None else min,
+                                    math.inf if max is None else max))
     return apply(CLAMP, (input,), (min, max))
 
 

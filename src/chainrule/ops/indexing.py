@@ -30,6 +30,8 @@ def normalize_index(index):
             i = i._data
         elif isinstance(i, list):
             i = np.asarray(i)
+            if i.size == 0:  # x[[]]: an empty integer index, as in PyTorch
+                i = i.astype(np.intp)
         if isinstance(i, bool) or not isinstance(i, _BASIC):
             basic = False
         out.append(i)

@@ -243,10 +243,16 @@ TRIU = defop(
 @documented(TRIL)
 def tril(input, diagonal=0):
     """Lower triangle (on and below diagonal ``diagonal``) of the last two dims."""
+    if len(input.shape if isinstance(input, Tensor) else np.shape(input)) < 2:
+        raise RuntimeError(f"tril: input tensor must have at least 2 dimensions, got shape "
+                           f"{tuple(np.shape(input))}")
     return apply(TRIL, (input,), (diagonal,))
 
 
 @documented(TRIU)
 def triu(input, diagonal=0):
     """Upper triangle (on and above diagonal ``diagonal``) of the last two dims."""
+    if len(input.shape if isinstance(input, Tensor) else np.shape(input)) < 2:
+        raise RuntimeError(f"triu: input tensor must have at least 2 dimensions, got shape "
+                           f"{tuple(np.shape(input))}")
     return apply(TRIU, (input,), (diagonal,))

@@ -273,7 +273,10 @@ def _vector_norm_dx(F, self, out, ord, dim, keepdim):
     safe = F.where(out == 0, 1.0, out)
     if ord == 2:
         return F.where(out == 0, 0.0, self / safe)
-    return F.where(out == 0, 0.0, F.sign(self) * (F.abs(self) / safe) ** (ord - 1))
+    # entries equal to 0 get 0 (for p < 1, |x_i|^(p-1) is infinite there: PyTorch's choice)
+    nonzero = F.where(self == 0, 1.0, self)
+    value = F.sign(self) * (F.abs(nonzero) / safe) ** (ord - 1)
+    return F.where((out == 0) | (self == 0), 0.0, value)
 
 
 def _norm_vjp(F, g, self, out, ord, dim, keepdim):
@@ -291,7 +294,8 @@ VECTOR_NORM = defop(
     "linalg_vector_norm", _vector_norm, ("self",), attrs=("ord", "dim", "keepdim"),
     vjp={"self": _norm_vjp}, jvp={"self": _norm_jvp},
     math={"self": "grad_x = grad * sign(x) |x|^(p-1) / ||x||_p^(p-1)  (p=2: grad * x / ||x||; "
-                  "inf: shared by the largest |x_i|; 0 where ||x|| = 0)",
+                  "inf: shared by the largest |x_i|; 0 where ||x|| = 0, and 0 at x_i = 0 for any "
+                  "p, as PyTorch)",
           "out": "dy = sum(sign(x) |x|^(p-1) dx) / ||x||^(p-1)"},
     source="derivative of (sum |x_i|^p)^(1/p); PyTorch's norm_backward conventions at zero",
 )
