@@ -82,6 +82,26 @@ def _result(t, record):
     return t if record else t.detach()
 
 
+def _split_aux(result, where):
+    """``(output, aux)`` from a function called with ``has_aux=True`` (PyTorch's error
+    otherwise)."""
+    if not isinstance(result, tuple) or len(result) != 2:
+        got = (f"a tuple of {len(result)}" if isinstance(result, tuple)
+               else type(result).__name__)
+        raise RuntimeError(f"{where}: output of function f should be a tuple: (output, aux) "
+                           f"if has_aux is True; got {got}")
+    return result
+
+
+def _check_tuple(value, what, where):
+    if not isinstance(value, (tuple, list)):
+        raise RuntimeError(
+            f"{where}: Expected {what} to be a tuple. E.g. it should be valid to call "
+            f"f(*{what}); got {type(value).__name__}"
+            + (f" of shape {tuple(value.shape)}" if isinstance(value, Tensor) else "")
+            + f". Pass ({what[:-1] if what.endswith('s') else what},) for one argument.")
+
+
 def grad_and_value(func, argnums=0, has_aux=False):
     """``f -> (grad f, f)``: the gradient of a scalar ``func`` with respect to its
     ``argnums`` argument(s) (pytrees allowed), and the value. With ``has_aux`` ``func``
@@ -96,7 +116,7 @@ def grad_and_value(func, argnums=0, has_aux=False):
             out = func(*args, **kwargs)
             aux = None
             if has_aux:
-                out, aux = out
+                out, aux = _split_aux(out, "grad_and_value(f)(*args)")
             if not isinstance(out, Tensor) or out.numel() != 1:
                 raise RuntimeError(
                     "grad: func must return a scalar tensor (one element); got "
@@ -148,7 +168,7 @@ def vjp(func, *primals, has_aux=False):
         out = func(*args)
         aux = None
         if has_aux:
-            out, aux = out
+            out, aux = _split_aux(out, "vjp(f, *primals)")
     outs, out_spec = tree_flatten(out)
     inputs = [v for vs in flat for v in vs]
 
@@ -178,9 +198,13 @@ def vjp(func, *primals, has_aux=False):
 def jvp(func, primals, tangents, *, has_aux=False):
     """``(func(*primals), J tangents)``: the Jacobian-vector product by forward mode (dual
     numbers). ``primals`` and ``tangents`` are tuples of matching pytrees."""
+    _check_tuple(primals, "primals", "jvp(f, primals, tangents)")
+    _check_tuple(tangents, "tangents", "jvp(f, primals, tangents)")
     primals, tangents = tuple(primals), tuple(tangents)
     if len(primals) != len(tangents):
-        raise ValueError(f"jvp: {len(primals)} primals but {len(tangents)} tangents")
+        raise RuntimeError(f"jvp(f, primals, tangents): Expected primals and tangents to have "
+                           f"the same length, got {len(primals)} primals and {len(tangents)} "
+                           "tangents")
     if _dispatch.DUAL_LEVEL:
         raise NotImplementedError(
             "jvp inside another forward-mode transform (jvp, jacfwd, hessian's outer pass) is "
@@ -205,7 +229,7 @@ def jvp(func, primals, tangents, *, has_aux=False):
         out = func(*duals)
         aux = None
         if has_aux:
-            out, aux = out
+            out, aux = _split_aux(out, "jvp(f, primals, tangents)")
         outs, spec = tree_flatten(out)
         pairs = [fwAD.unpack_dual(o) for o in outs]
         primal_out = tree_unflatten([_result(p, record) for p, _ in pairs], spec)
@@ -247,7 +271,7 @@ def jacrev(func, argnums=0, *, has_aux=False):
             out = func(*args, **kwargs)
             aux = None
             if has_aux:
-                out, aux = out
+                out, aux = _split_aux(out, "jacrev(f)(*args)")
         outs, out_spec = tree_flatten(out)
         outs = [_as_tensor(o) for o in outs]
         inputs = [v for vs in flat for v in vs]
@@ -321,7 +345,7 @@ def jacfwd(func, argnums=0, *, has_aux=False):
                 k += len(vs)
             result = func(*call_args, **kwargs)
             if has_aux:
-                result, seen["aux"] = result
+                result, seen["aux"] = _split_aux(result, "jacfwd(f)(*args)")
             leaves, seen["spec"] = tree_flatten(result)
             return leaves
 
