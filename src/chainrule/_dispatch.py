@@ -97,7 +97,17 @@ def _forward_error(op, inputs, error):
     else:
         names = op.inputs
     shapes = ", ".join(f"{n}={_shape_of(x)}" for n, x in zip(names, inputs))
-    return type(error)(f"{op.name}: {error} (got {shapes})")
+    message = f"{op.name}: {error} (got {shapes})"
+    if isinstance(error, IndexError):  # NumPy's AxisError too: PyTorch raises IndexError
+        return IndexError(message)
+    if type(error) is ValueError:  # NumPy's shape errors; subclasses (LinAlgError) stay
+        return ShapeError(message)
+    return type(error)(message)
+
+
+class ShapeError(ValueError, RuntimeError):
+    """Inputs whose shapes (or values) an op cannot take: a RuntimeError as in PyTorch, and
+    a ValueError as NumPy raises for the same mistake."""
 
 
 def _output(data, node, nr, vc):

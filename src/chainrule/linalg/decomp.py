@@ -33,7 +33,7 @@ import numpy as np
 from scipy.linalg import get_lapack_funcs
 
 from .. import _dispatch, _mode
-from .._dispatch import apply
+from .._dispatch import ShapeError, apply
 from .._ns import RAW, register
 from .._table import defop, documented
 from .._tensor import Tensor, wrap
@@ -655,10 +655,10 @@ def _check_input(name, A, square):
     """The array behind ``A``, after checking its shape and dtype (naming ``name``)."""
     data = A._data if isinstance(A, Tensor) else np.asarray(A)
     if data.ndim < 2:
-        raise ValueError(f"linalg.{name}: A must have at least 2 dimensions (a matrix or a "
+        raise ShapeError(f"linalg.{name}: A must have at least 2 dimensions (a matrix or a "
                          f"batch of matrices), got shape {tuple(data.shape)}")
     if square and data.shape[-1] != data.shape[-2]:
-        raise ValueError(f"linalg.{name}: A must be a square matrix or a batch of square "
+        raise ShapeError(f"linalg.{name}: A must be a square matrix or a batch of square "
                          f"matrices (..., n, n), got shape {tuple(data.shape)}")
     if data.dtype not in (np.float32, np.float64):
         raise TypeError(f"linalg.{name}: A must be float32 or float64, got {data.dtype}")
@@ -753,7 +753,7 @@ def qr(A, mode="reduced"):
     """
     data = _check_input("qr", A, square=False)
     if mode not in ("reduced", "complete", "r"):
-        raise ValueError(f"linalg.qr: mode must be 'reduced', 'complete' or 'r', got {mode!r}")
+        raise ShapeError(f"linalg.qr: mode must be 'reduced', 'complete' or 'r', got {mode!r}")
     if mode == "r":
         empty = wrap(np.empty((0,), dtype=data.dtype))
         if _needs_grad(A):
@@ -764,7 +764,7 @@ def qr(A, mode="reduced"):
 
 def _check_uplo(name, UPLO):
     if UPLO not in ("L", "U"):
-        raise ValueError(f"linalg.{name}: UPLO must be 'L' or 'U', got {UPLO!r}")
+        raise ShapeError(f"linalg.{name}: UPLO must be 'L' or 'U', got {UPLO!r}")
 
 
 @documented(EIGH)

@@ -38,7 +38,7 @@ import warnings
 import numpy as np
 import scipy.linalg
 
-from .._dispatch import apply
+from .._dispatch import ShapeError, apply
 from .._ns import RAW, register
 from .._table import defop, documented
 from .._tensor import Tensor
@@ -80,7 +80,7 @@ def _describe(names, shapes):
 
 
 def _shape_error(op, problem, names, shapes):
-    return ValueError(f"{op}: {problem}, got {_describe(names, shapes)}")
+    return ShapeError(f"{op}: {problem}, got {_describe(names, shapes)}")
 
 
 def _check_square(op, name, x, names=None, shapes=None):
@@ -1001,7 +1001,7 @@ def lstsq(A, B, rcond=None, *, driver=None):
         raise _shape_error(op, "B must have at least 1 dimension", names, shapes)
     driver = "gelsy" if driver is None else driver
     if driver not in _DRIVERS:
-        raise ValueError(f"{op}: driver must be one of {_DRIVERS}, got {driver!r}")
+        raise ShapeError(f"{op}: driver must be one of {_DRIVERS}, got {driver!r}")
     vector = _is_vector_rhs(a, b)
     bm = tuple(b) + (1,) if vector else tuple(b)
     if bm[-2] != a[-2]:
@@ -1190,12 +1190,12 @@ def multi_dot(tensors):
     op = "linalg.multi_dot"
     tensors = [_as_input(t) for t in tensors]
     if len(tensors) < 2:
-        raise ValueError(f"{op}: expected at least 2 tensors but got {len(tensors)}")
+        raise ShapeError(f"{op}: expected at least 2 tensors but got {len(tensors)}")
     shapes = [_shape(t) for t in tensors]
     for i, s in enumerate(shapes):
         ends = i in (0, len(shapes) - 1)
         if len(s) != 2 and not (ends and len(s) == 1):
-            raise ValueError(f"{op}: tensor {i} must be 2-D" + (" or 1-D" if ends else "")
+            raise ShapeError(f"{op}: tensor {i} must be 2-D" + (" or 1-D" if ends else "")
                              + f", got shape {tuple(s)}")
     first_vec, last_vec = len(shapes[0]) == 1, len(shapes[-1]) == 1
     if first_vec:
@@ -1205,7 +1205,7 @@ def multi_dot(tensors):
     mats = [_shape(t) for t in tensors]
     for i in range(len(mats) - 1):
         if mats[i][1] != mats[i + 1][0]:
-            raise ValueError(
+            raise ShapeError(
                 f"{op}: tensors {i} and {i + 1} cannot be multiplied, got tensor {i} of shape "
                 f"{tuple(shapes[i])} and tensor {i + 1} of shape {tuple(shapes[i + 1])}")
     dims = [mats[0][0]] + [s[1] for s in mats]

@@ -16,6 +16,7 @@ import math
 
 import numpy as np
 
+from .._dispatch import ShapeError
 from .._tensor import Tensor
 from ..ops import reduction
 from ..ops.elementwise import abs as _abs
@@ -32,11 +33,11 @@ def _to_last_two(A, dim):
     """Move the two matrix dims ``dim`` to the end (rows, then columns)."""
     nd = _ndim(A)
     if nd < 2:
-        raise ValueError(f"matrix_norm: expected a tensor with at least 2 dims, got shape "
+        raise ShapeError(f"matrix_norm: expected a tensor with at least 2 dims, got shape "
                          f"{tuple(A.shape)}")
     r, c = (d % nd for d in dim)
     if r == c:
-        raise ValueError(f"matrix_norm: dim must name two different dims, got {dim}")
+        raise ShapeError(f"matrix_norm: dim must name two different dims, got {dim}")
     if (r, c) != (nd - 2, nd - 1):
         A = movedim(movedim(A, r, -1), c if c < r else c - 1, -1)
     return A, (r, c)
@@ -83,7 +84,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
         sums = _abs(A).sum(dim=-2 if abs(ord) == 1 else -1)
         out = sums.amax(-1) if ord > 0 else sums.amin(-1)
     else:
-        raise ValueError(f"matrix_norm: unknown ord {ord!r}; expected 'fro', 'nuc', 2, -2, 1, "
+        raise ShapeError(f"matrix_norm: unknown ord {ord!r}; expected 'fro', 'nuc', 2, -2, 1, "
                          "-1, inf or -inf")
     if keepdim:
         for d in sorted((r, c)):
@@ -100,7 +101,7 @@ def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):
         return reduction.vector_norm(A, 2 if ord is None else ord, dim, keepdim, dtype=dtype)
     if dim is None:
         if nd != 2:
-            raise ValueError(f"linalg.norm: ord={ord!r} needs a 1-D or 2-D input or dim, got "
+            raise ShapeError(f"linalg.norm: ord={ord!r} needs a 1-D or 2-D input or dim, got "
                              f"shape {tuple(A.shape)}")
         dim = (-2, -1)
     return matrix_norm(A, "fro" if ord is None else ord, tuple(dim), keepdim, dtype=dtype)
@@ -114,7 +115,7 @@ def cond(A, p=None):
     ``inv``. Raises ValueError for fewer than 2 dims or an unknown ``p``.
     """
     if _ndim(A) < 2:
-        raise ValueError(f"cond: expected a tensor with at least 2 dims, got shape "
+        raise ShapeError(f"cond: expected a tensor with at least 2 dims, got shape "
                          f"{tuple(A.shape)}")
     if p in (None, 2, -2):
         from .decomp import svdvals

@@ -16,7 +16,7 @@ import string
 
 import numpy as np
 
-from .._dispatch import apply
+from .._dispatch import ShapeError, apply
 from .._table import defop, documented
 from .._tensor import Tensor
 
@@ -29,7 +29,7 @@ def parse(equation, ndims):
     lhs, arrow, rhs = eq.partition("->")
     terms = lhs.split(",")
     if len(terms) != len(ndims):
-        raise ValueError(f"einsum: equation {equation!r} has {len(terms)} operand terms but "
+        raise ShapeError(f"einsum: equation {equation!r} has {len(terms)} operand terms but "
                          f"{len(ndims)} operands were given")
     free = [c for c in string.ascii_letters if c not in eq]
     ell = 0
@@ -43,7 +43,7 @@ def parse(equation, ndims):
             k = nd - (len(term) - 3)
             term = term.replace("...", ell_letters[ell - k:] if k else "")
         if len(term) != nd:
-            raise ValueError(f"einsum: term {term!r} of {equation!r} does not match an operand "
+            raise ShapeError(f"einsum: term {term!r} of {equation!r} does not match an operand "
                              f"with {nd} dimensions")
         explicit.append(term)
     if arrow:

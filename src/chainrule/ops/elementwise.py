@@ -12,7 +12,7 @@ import math
 import numpy as np
 from scipy import special
 
-from .._dispatch import apply
+from .._dispatch import ShapeError, apply
 from .._table import defop, documented, elementwise
 from .._tensor import Tensor, wrap
 
@@ -357,7 +357,7 @@ def clamp(input, min=None, max=None):
     """Clamp into ``[min, max]``. Number bounds are attributes; tensor bounds go through
     ``maximum``/``minimum``. At least one bound is required (ValueError)."""
     if min is None and max is None:
-        raise ValueError("clamp: at least one of min and max must be given")
+        raise ShapeError("clamp: at least one of min and max must be given")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         return apply(CLAMP_TENSOR, (input, -math.inf if min is None else min,
                                     math.inf if max is None else max))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._dispatch import apply
+from .._dispatch import ShapeError, apply
 from .._table import defop, documented
 from .._tensor import Tensor
 
@@ -77,7 +77,7 @@ def matmul(input, other):
     a = input._data if isinstance(input, Tensor) else np.asarray(input)
     b = other._data if isinstance(other, Tensor) else np.asarray(other)
     if a.ndim == 0 or b.ndim == 0:
-        raise ValueError(
+        raise ShapeError(
             f"matmul: both arguments need at least 1 dimension, got shapes {a.shape} and "
             f"{b.shape}; use * for scaling"
         )
@@ -89,7 +89,7 @@ def matmul(input, other):
 def _check_ndim(name, arg, x, ndim):
     shape = x.shape if isinstance(x, Tensor) else np.shape(x)
     if len(shape) != ndim:
-        raise ValueError(f"{name}: {arg} must be {ndim}-D, got shape {tuple(shape)}")
+        raise ShapeError(f"{name}: {arg} must be {ndim}-D, got shape {tuple(shape)}")
 
 
 @documented(MM)
@@ -220,7 +220,7 @@ def diag(input, diagonal=0):
     if nd == 2:
         return globals()["diagonal"](input, diagonal)
     if nd != 1:
-        raise ValueError(f"diag: input must be 1-D or 2-D, got {nd}-D")
+        raise ShapeError(f"diag: input must be 1-D or 2-D, got {nd}-D")
     return apply(DIAG, (input,), (diagonal,))
 
 

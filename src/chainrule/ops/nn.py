@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from .._dispatch import apply
+from .._dispatch import ShapeError, apply
 from .._table import defop, documented
 from .._tensor import Tensor
 from ._dims import wrap_dim
@@ -150,18 +150,18 @@ def cross_entropy(input, target, reduction="mean"):
     t = target._data if isinstance(target, Tensor) else np.asarray(target)
     cdim = _class_dim(x.ndim)
     if reduction not in ("mean", "sum", "none"):
-        raise ValueError(f"cross_entropy: unknown reduction {reduction!r}")
+        raise ShapeError(f"cross_entropy: unknown reduction {reduction!r}")
     if t.dtype.kind in "iu":
         expected = x.shape[:cdim] + x.shape[cdim + 1:]
         if t.shape != expected:
-            raise ValueError(f"cross_entropy: class-index target of shape {t.shape} does not "
+            raise ShapeError(f"cross_entropy: class-index target of shape {t.shape} does not "
                              f"match input of shape {x.shape} (expected {expected})")
         if t.size and (t.min() < 0 or t.max() >= x.shape[cdim]):
             raise IndexError(f"cross_entropy: target values must be in [0, {x.shape[cdim]}), "
                              f"got range [{t.min()}, {t.max()}]")
         return apply(CROSS_ENTROPY, (input, t), (reduction, cdim))
     if t.shape != x.shape:
-        raise ValueError(f"cross_entropy: probability target of shape {t.shape} does not match "
+        raise ShapeError(f"cross_entropy: probability target of shape {t.shape} does not match "
                          f"input of shape {x.shape}")
     if t.dtype != x.dtype and x.dtype.kind == "f":
         target = target.to(x.dtype) if isinstance(target, Tensor) else t.astype(x.dtype)

@@ -233,7 +233,9 @@ def _lse_weights(F, self, out, dim, keepdim):
 
 
 LOGSUMEXP = defop(
-    "logsumexp", lambda x, dim, keepdim: special.logsumexp(x, axis=dim, keepdims=keepdim),
+    "logsumexp", lambda x, dim, keepdim: np.reshape(
+        special.logsumexp(x, axis=dim, keepdims=keepdim),
+        np.sum(x, axis=dim, keepdims=keepdim).shape),  # SciPy keeps a dim for 0-d inputs
     ("self",), attrs=("dim", "keepdim"),
     vjp={"self": lambda F, g, self, out, dim, keepdim:
          _unreduce(F, g, self.shape, dim, keepdim) * _lse_weights(F, self, out, dim, keepdim)},

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._dispatch import apply
+from .._dispatch import ShapeError, apply
 from .._table import defop, documented
 from .._tensor import Tensor
 from ._dims import wrap_dim, wrap_dims
@@ -114,7 +114,7 @@ def t(input):
     """Transpose of a tensor with at most 2 dims (0-D and 1-D are returned as they are)."""
     nd = len(_shape(input))
     if nd > 2:
-        raise ValueError(f"t: expects a tensor with <= 2 dimensions, got shape {_shape(input)}; "
+        raise ShapeError(f"t: expects a tensor with <= 2 dimensions, got shape {_shape(input)}; "
                          "use transpose(dim0, dim1) or .mT")
     return transpose(input, 0, 1) if nd == 2 else reshape(input, _shape(input))
 
@@ -195,7 +195,7 @@ def expand(input, *sizes):
     shape = _shape(input)
     lead = len(sizes) - len(shape)
     if lead < 0:
-        raise ValueError(f"expand: {len(sizes)} sizes given for a tensor of shape {shape}")
+        raise ShapeError(f"expand: {len(sizes)} sizes given for a tensor of shape {shape}")
     target = tuple(shape[i - lead] if s == -1 and i >= lead else s for i, s in enumerate(sizes))
     return apply(EXPAND, (input,), (target,))
 
@@ -236,7 +236,7 @@ def cat(tensors, dim=0):
     """Concatenate along an existing dim. Shapes must agree except along ``dim``."""
     tensors = list(tensors)
     if not tensors:
-        raise ValueError("cat: expected a non-empty sequence of tensors")
+        raise ShapeError("cat: expected a non-empty sequence of tensors")
     for i, x in enumerate(tensors):
         if len(_shape(x)) == 0:
             raise RuntimeError(f"cat: zero-dimensional tensor (at position {i}) cannot be "
@@ -275,7 +275,7 @@ def stack(tensors, dim=0):
     """Stack equal-shaped tensors along a new dim ``dim``."""
     tensors = list(tensors)
     if not tensors:
-        raise ValueError("stack: expected a non-empty sequence of tensors")
+        raise ShapeError("stack: expected a non-empty sequence of tensors")
     nd = len(_shape(tensors[0]))
     return apply(STACK, tensors, (wrap_dim(dim, nd, "stack", extra=1),))
 
