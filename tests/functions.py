@@ -37,3 +37,18 @@ class Cube(Function):
     def backward(ctx, g):
         (x,) = ctx.saved_tensors
         return g * 3 * x * x
+
+
+class Exp(Function):
+    """PyTorch's tutorial Function: ``exp(x)``, saving its output and using it in backward."""
+
+    @staticmethod
+    def forward(ctx, x):
+        y = x.exp()
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        return g * y

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import chainrule as cr
+from functions import Exp
 
 
 def _leaf(values=(1.0, 2.0, 3.0), dtype=cr.float64):
@@ -162,21 +163,6 @@ def test_saved_input_unpacks_as_the_leaf_and_result_with_history():
     a = x * 2
     s = a.sin().grad_fn._saved_self     # a non-leaf input: a tensor with its history
     assert s.grad_fn is a.grad_fn
-
-
-class Exp(cr.autograd.Function):
-    """PyTorch's tutorial Function: it saves its output and uses it in backward."""
-
-    @staticmethod
-    def forward(ctx, i):
-        result = i.exp()
-        ctx.save_for_backward(result)
-        return result
-
-    @staticmethod
-    def backward(ctx, grad_output):
-        (result,) = ctx.saved_tensors
-        return grad_output * result
 
 
 def test_function_saving_its_output_is_differentiable_twice():

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import _node
 from ._node import AccumulateGrad, MultiOpNode, OpNode
 from ._ns import RAW
 from ._tensor import Tensor, wrap
@@ -33,6 +34,9 @@ def sum_to(g, shape, F=RAW):
         g = F.sum(g, tuple(range(lead)), False)
     stretched = tuple(i for i, n in enumerate(shape) if n == 1 and g.shape[i] != 1)
     return F.sum(g, stretched, True) if stretched else g
+
+
+_node.ENGINE.sum_to = sum_to  # Node.__call__ (grad_fn(g)) sums back to input shapes too
 
 
 def _dependencies(roots):

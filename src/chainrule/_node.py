@@ -28,6 +28,15 @@ FREED = (
 )
 
 
+class _EngineHooks:
+    """Filled by the engine (a higher layer): ``sum_to`` undoes broadcasting."""
+
+    sum_to = None
+
+
+ENGINE = _EngineHooks()
+
+
 class _Handle:
     __slots__ = ("hooks", "hook")
 
@@ -87,10 +96,8 @@ class Node:
                     f"{self.name()}: grad_outputs[{i}] has shape {tuple(g.shape)} but output "
                     f"{i} of this node has shape {tuple(shape)}")
         out = self._vjp(grads[0] if self.nout == 1 else grads, RAW)
-        from ._engine import sum_to
-
         return tuple(None if g is None else wrap(np.array(
-            sum_to(np.asarray(g), tuple(s)) if s is not None else g))
+            ENGINE.sum_to(np.asarray(g), tuple(s)) if s is not None else g))
             for g, s in zip(out, self.shapes))
 
     def _output_shapes(self):
