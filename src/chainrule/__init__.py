@@ -27,6 +27,13 @@ float16 = _np.float16
 int32 = _np.int32
 int64 = _np.int64
 bool_ = _np.bool_
+# PyTorch's spellings of the same dtypes (they shadow builtins only inside this module)
+float = _np.float32  # noqa: A001
+double = _np.float64
+half = _np.float16
+long = _np.int64
+int = _np.int32  # noqa: A001
+bool = _np.bool_  # noqa: A001
 
 __version__ = "0.1.0"
 

@@ -1,8 +1,10 @@
 """Constructors: tensor, as_tensor, from_numpy, zeros, ones, full, empty, eye, arange,
 linspace, *_like, rand, randn, randint, manual_seed.
 
-Dtypes follow NumPy: a Python float (or list of floats) gives float64, ints give int64;
-every constructor takes ``dtype=`` and ``requires_grad=`` (float dtypes only).
+Dtypes follow NumPy: a Python float (or list of floats) gives the default float dtype
+(float64 unless :func:`set_default_dtype` changed it), ints give int64; every constructor
+takes ``dtype=``, ``device=`` ("cpu") and ``requires_grad=`` (float dtypes only), and the
+shape as ``zeros(2, 3)``, ``zeros((2, 3))`` or ``zeros(size=(2, 3))``.
 """
 
 from __future__ import annotations
@@ -13,7 +15,44 @@ from ._tensor import Tensor, wrap
 
 __all__ = ["tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "eye",
            "arange", "linspace", "zeros_like", "ones_like", "full_like", "empty_like", "rand",
-           "randn", "randint", "rand_like", "randn_like", "manual_seed", "default_generator"]
+           "randn", "randint", "rand_like", "randn_like", "manual_seed", "default_generator",
+           "set_default_dtype", "get_default_dtype"]
+
+_DEFAULT_FLOAT = [np.dtype(np.float64)]
+
+
+def set_default_dtype(d):
+    """Set the float dtype that constructors give Python floats (float64, NumPy's, unless
+    changed; float32 as in PyTorch's default). Only float32 and float64 are accepted
+    (TypeError otherwise, as PyTorch)."""
+    d = np.dtype(d)
+    if d not in (np.float32, np.float64):
+        raise TypeError(f"set_default_dtype: only float32 and float64 are supported as the "
+                        f"default dtype, got {d}")
+    _DEFAULT_FLOAT[0] = d
+
+
+def get_default_dtype():
+    """The float dtype constructors give Python floats (float64 unless changed)."""
+    return _DEFAULT_FLOAT[0].type
+
+
+def _float_default(data, dtype, from_python=True):
+    """Cast a float64 result of a constructor to the default float dtype when no dtype was
+    asked for (and the data came from Python numbers, not from an array)."""
+    if dtype is None and from_python and data.dtype == np.float64 \
+            and _DEFAULT_FLOAT[0] != np.float64:
+        return data.astype(_DEFAULT_FLOAT[0])
+    return data
+
+
+def _check_device(device, op):
+    if device is None:
+        return
+    text = str(getattr(device, "type", device))
+    if text != "cpu":
+        raise RuntimeError(f"{op}: device {device!r} is not available: chainrule computes on "
+                           "the CPU with NumPy (device='cpu')")
 
 default_generator = np.random.default_rng(0)
 
@@ -32,17 +71,24 @@ def _make(data, requires_grad):
     return t
 
 
-def _shape(size):
+def _shape(size, keyword=None):
+    if keyword is not None:
+        if size:
+            raise TypeError("give the shape either positionally or as size=, not both")
+        size = (keyword,)
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         return tuple(size[0])
     return tuple(size)
 
 
-def tensor(data, dtype=None, requires_grad=False):
+def tensor(data, dtype=None, device=None, requires_grad=False):
     """A new tensor holding a copy of ``data`` (array_like or Tensor)."""
+    _check_device(device, "tensor")
+    from_python = not isinstance(data, (Tensor, np.ndarray, np.generic))
     if isinstance(data, Tensor):
         data = data._data
-    return _make(np.array(data, dtype=dtype), requires_grad)
+    return _make(_float_default(np.array(data, dtype=dtype), dtype, from_python),
+                 requires_grad)
 
 
 def as_tensor(data, dtype=None):
@@ -62,45 +108,66 @@ def from_numpy(ndarray):
     return wrap(ndarray)
 
 
-def zeros(*size, dtype=None, requires_grad=False):
+def zeros(*size, dtype=None, device=None, requires_grad=False, **kwargs):
     """A tensor of zeros of shape ``size`` (float64 by default)."""
-    return _make(np.zeros(_shape(size), dtype=dtype), requires_grad)
+    _check_device(device, "zeros")
+    shape = _shape(size, kwargs.pop("size", None))
+    _no_extra(kwargs, "zeros")
+    return _make(_float_default(np.zeros(shape, dtype=dtype), dtype), requires_grad)
 
 
-def ones(*size, dtype=None, requires_grad=False):
+def ones(*size, dtype=None, device=None, requires_grad=False, **kwargs):
     """A tensor of ones of shape ``size`` (float64 by default)."""
-    return _make(np.ones(_shape(size), dtype=dtype), requires_grad)
+    _check_device(device, "ones")
+    shape = _shape(size, kwargs.pop("size", None))
+    _no_extra(kwargs, "ones")
+    return _make(_float_default(np.ones(shape, dtype=dtype), dtype), requires_grad)
 
 
-def empty(*size, dtype=None, requires_grad=False):
+def empty(*size, dtype=None, device=None, requires_grad=False, **kwargs):
     """An uninitialized tensor of shape ``size``."""
-    return _make(np.empty(_shape(size), dtype=dtype), requires_grad)
+    _check_device(device, "empty")
+    shape = _shape(size, kwargs.pop("size", None))
+    _no_extra(kwargs, "empty")
+    return _make(_float_default(np.empty(shape, dtype=dtype), dtype), requires_grad)
 
 
-def full(size, fill_value, dtype=None, requires_grad=False):
+def _no_extra(kwargs, op):
+    if kwargs:
+        raise TypeError(f"{op}() got unexpected keyword arguments {sorted(kwargs)}")
+
+
+def full(size, fill_value, dtype=None, device=None, requires_grad=False):
     """A tensor of shape ``size`` filled with ``fill_value`` (dtype as NumPy infers it)."""
-    return _make(np.full(tuple(size), fill_value, dtype=dtype), requires_grad)
+    _check_device(device, "full")
+    return _make(_float_default(np.full(tuple(size), fill_value, dtype=dtype), dtype),
+                 requires_grad)
 
 
-def eye(n, m=None, dtype=None, requires_grad=False):
+def eye(n, m=None, dtype=None, device=None, requires_grad=False):
     """The ``n x m`` identity (``m = n`` by default)."""
-    return _make(np.eye(n, m, dtype=dtype), requires_grad)
+    _check_device(device, "eye")
+    return _make(_float_default(np.eye(n, m, dtype=dtype), dtype), requires_grad)
 
 
-def arange(start, end=None, step=1, dtype=None, requires_grad=False):
+def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
     """Values in ``[start, end)`` spaced by ``step`` (``arange(n)`` counts from 0)."""
+    _check_device(device, "arange")
     if end is None:
         start, end = 0, start
-    return _make(np.arange(start, end, step, dtype=dtype), requires_grad)
+    return _make(_float_default(np.arange(start, end, step, dtype=dtype), dtype), requires_grad)
 
 
-def linspace(start, end, steps, dtype=None, requires_grad=False):
+def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
     """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
-    return _make(np.linspace(start, end, steps, dtype=dtype), requires_grad)
+    _check_device(device, "linspace")
+    return _make(_float_default(np.linspace(start, end, steps, dtype=dtype), dtype),
+                 requires_grad)
 
 
 def _like(fn):
-    def like(input, dtype=None, requires_grad=False):
+    def like(input, dtype=None, device=None, requires_grad=False):
+        _check_device(device, fn.__name__)
         data = input._data if isinstance(input, Tensor) else np.asarray(input)
         return _make(fn(data, dtype=dtype), requires_grad)
 
@@ -120,15 +187,23 @@ def full_like(input, fill_value, dtype=None, requires_grad=False):
     return _make(np.full_like(data, fill_value, dtype=dtype), requires_grad)
 
 
-def rand(*size, dtype=None, requires_grad=False):
-    """Uniform samples in [0, 1) of shape ``size`` (float64 unless ``dtype``)."""
-    data = default_generator.random(_shape(size))
+def rand(*size, dtype=None, device=None, requires_grad=False, **kwargs):
+    """Uniform samples in [0, 1) of shape ``size`` (the default float dtype unless
+    ``dtype``)."""
+    _check_device(device, "rand")
+    shape = _shape(size, kwargs.pop("size", None))
+    _no_extra(kwargs, "rand")
+    data = _float_default(default_generator.random(shape), dtype)
     return _make(data if dtype is None else data.astype(dtype), requires_grad)
 
 
-def randn(*size, dtype=None, requires_grad=False):
-    """Standard normal samples of shape ``size`` (float64 unless ``dtype``)."""
-    data = default_generator.standard_normal(_shape(size))
+def randn(*size, dtype=None, device=None, requires_grad=False, **kwargs):
+    """Standard normal samples of shape ``size`` (the default float dtype unless
+    ``dtype``)."""
+    _check_device(device, "randn")
+    shape = _shape(size, kwargs.pop("size", None))
+    _no_extra(kwargs, "randn")
+    data = _float_default(default_generator.standard_normal(shape), dtype)
     return _make(data if dtype is None else data.astype(dtype), requires_grad)
 
 

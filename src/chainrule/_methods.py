@@ -19,6 +19,7 @@ _SAME_NAME = [
     "diag", "diagonal", "tril", "triu", "flatten", "transpose", "swapaxes", "t", "squeeze",
     "unsqueeze", "broadcast_to", "split", "chunk", "unbind", "movedim", "index_put", "lt",
     "le", "gt", "ge", "eq", "ne", "isnan", "isfinite", "logical_not", "take_along_dim",
+    "isclose", "allclose", "equal", "dist",
 ]
 
 
@@ -172,6 +173,10 @@ def install():
     T.float = lambda self: _to(self, np.float32)
     T.double = lambda self: _to(self, np.float64)
     T.long = lambda self: wrap(np.asarray(self._data).astype(np.int64))
+    T.int = lambda self: wrap(np.asarray(self._data).astype(np.int32))
+    T.bool = lambda self: wrap(np.asarray(self._data).astype(np.bool_))
+    T.half = lambda self: _to(self, np.float16)
+    T.cpu = lambda self: self  # chainrule computes on the CPU
     T.T = property(lambda self: ops.permute(self, tuple(range(self.ndim))[::-1]))
     T.mT = property(lambda self: ops.transpose(self, -2, -1))
     # Operators are the ops' own call functions: the hot path of user code.

@@ -180,6 +180,11 @@ class OpNode(Node):
         return tuple(_tangent_on(_fill(_new(Tensor), o, self if i in diff else None, i),
                                  tangents and tangents[i]) for i, o in enumerate(out))
 
+    def __dir__(self):
+        # the saved values are attributes too (grad_fn._saved_self), as in PyTorch
+        names = ["_saved_" + ("result" if n == "out" else n) for n in self.plan.names]
+        return sorted(set(super().__dir__()) | set(names))
+
     def _check_versions(self):
         for k, vc, version in self.checks:
             if vc[0] != version:

@@ -63,9 +63,15 @@ def _roots(outputs, grad_outputs, create_graph):
         else:
             seed = np.asarray(g._data if isinstance(g, Tensor) else g, dtype=out.dtype)
             if seed.shape != out.shape:
+                hint = ""
+                if seed.shape[1:] == tuple(out.shape) and seed.ndim == out.ndim + 1:
+                    hint = (" It looks like a batch of cotangents (one per row): backward "
+                            "takes one cotangent u and returns u^T J. For the whole Jacobian "
+                            "use chainrule.func.jacrev, or autograd.grad(..., grad_outputs=rows, "
+                            "is_grads_batched=True).")
                 raise RuntimeError(
                     f"Mismatch in shape: grad_output[{i}] has a shape of {tuple(seed.shape)} "
-                    f"and output[{i}] has a shape of {tuple(out.shape)}."
+                    f"and output[{i}] has a shape of {tuple(out.shape)}.{hint}"
                 )
         if create_graph:  # the seed is part of the recorded graph (it may require grad)
             seed = g if isinstance(g, Tensor) else wrap(seed)
@@ -108,12 +114,17 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
-         allow_unused=False, materialize_grads=False):
+         allow_unused=False, is_grads_batched=False, materialize_grads=False):
     """Return the VJPs of ``outputs`` with respect to ``inputs``, without touching ``.grad``.
 
     Returns a tuple with one Tensor per input, of that input's shape (``None`` for an
     input the outputs do not depend on, when ``allow_unused=True``; zeros with
     ``materialize_grads=True``).
+
+    With ``is_grads_batched=True`` each ``grad_outputs`` entry has a leading batch dim
+    ``B``: row ``b`` is one cotangent, and each result has shape ``(B, *input.shape)``, the
+    rows ``u_b^T J`` computed in one batched backward pass (``B`` one-hot rows give the
+    Jacobian, as ``func.jacrev`` does). Not with ``create_graph``.
 
     Raises
     ------
@@ -127,6 +138,9 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     if len(grads) != len(outputs):
         raise RuntimeError(f"grad: got {len(outputs)} tensors and {len(grads)} gradients "
                            "(grad_outputs must have one entry per output, None allowed)")
+    if is_grads_batched:
+        return _batched_grad(outputs, inputs_t, grads, create_graph, allow_unused,
+                             materialize_grads)
     roots, seeds = _roots(outputs, grads, create_graph)
     capture = {}
     for i, t in enumerate(inputs_t):
@@ -155,3 +169,51 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         else:
             result.append(wrap(np.array(g, dtype=t.dtype)))
     return tuple(result)
+
+
+def _batched_grad(outputs, inputs, grads, create_graph, allow_unused, materialize_grads):
+    """``grad(..., is_grads_batched=True)``: all rows in one batched backward pass."""
+    from .._batched import vjp_rows
+
+    if create_graph:
+        raise NotImplementedError("grad(is_grads_batched=True) with create_graph=True is not "
+                                  "supported; call grad once per row to differentiate again")
+    if any(g is None for g in grads):
+        raise RuntimeError("grad(is_grads_batched=True): every grad_outputs entry must be "
+                           "given, with a leading batch dimension")
+    for i, (out, g) in enumerate(zip(outputs, grads)):
+        shape = tuple(np.shape(g._data if isinstance(g, Tensor) else g))
+        if shape[1:] != tuple(out.shape):
+            raise RuntimeError(
+                f"grad(is_grads_batched=True): grad_outputs[{i}] has shape {shape}, but "
+                f"output {i} has shape {tuple(out.shape)}: expected (B, *output.shape)")
+    rows = vjp_rows(outputs, inputs, list(grads))
+    result = []
+    for i, (t, r) in enumerate(zip(inputs, rows)):
+        used = _reaches(outputs, t)
+        if not used and not materialize_grads:
+            if not allow_unused:
+                raise RuntimeError(
+                    f"One of the differentiated Tensors (input {i}, shape {tuple(t.shape)}) "
+                    "appears to not have been used in the graph. Set allow_unused=True if "
+                    "this is the desired behavior.")
+            result.append(None)
+            continue
+        result.append(wrap(np.asarray(r, dtype=t.dtype)))
+    return tuple(result)
+
+
+def _reaches(outputs, t):
+    """True when ``t``'s node is reachable from the outputs' graph."""
+    target = edge(t)[0]
+    stack = [edge(o)[0] for o in outputs]
+    seen = set()
+    while stack:
+        node = stack.pop()
+        if node is target:
+            return True
+        if node in seen:
+            continue
+        seen.add(node)
+        stack.extend(n for n, _ in node.next_functions if n is not None)
+    return False

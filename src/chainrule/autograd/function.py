@@ -13,6 +13,7 @@ it treats a primitive.
 from __future__ import annotations
 
 import functools
+import warnings
 import weakref
 
 import numpy as np
@@ -76,6 +77,13 @@ class FunctionCtx:
                          if i in outputs else t for i, t in enumerate(self._saved))
         return self._saved
 
+    @property
+    def saved_variables(self):
+        """Deprecated alias of ``saved_tensors`` (as in PyTorch)."""
+        warnings.warn("'saved_variables' is deprecated; use 'saved_tensors'",
+                      DeprecationWarning, stacklevel=2)
+        return self.saved_tensors
+
     def mark_non_differentiable(self, *outputs):
         """Declare outputs that have no gradient (their cotangent is never computed)."""
         self._non_differentiable.update(id(o) for o in outputs)
@@ -111,8 +119,11 @@ class FunctionNode(Node):
             if g is None and ctx.materialize_grads and meta is not None:
                 g = np.zeros(meta[0], dtype=meta[1])
             args.append(None if g is None else wrap(g))
-        with _mode.no_grad():
-            result = fn.backward(ctx, *args)
+        if _jvp_only(fn):
+            result = _backward_from_jvp(self, args, create_graph=False)
+        else:
+            with _mode.no_grad():
+                result = fn.backward(ctx, *args)
         return self._check(result)
 
     def _vjp_graph(self, grads, F):
@@ -130,8 +141,11 @@ class FunctionNode(Node):
             if g is None and ctx.materialize_grads and meta is not None:
                 g = wrap(np.zeros(meta[0], dtype=meta[1]))
             args.append(g)
-        with _mode.set_grad_enabled(not self.once):
-            result = fn.backward(ctx, *args)
+        if _jvp_only(fn):
+            result = _backward_from_jvp(self, args, create_graph=True)
+        else:
+            with _mode.set_grad_enabled(not self.once):
+                result = fn.backward(ctx, *args)
         checked = self._check(result, keep_tensors=True)
         # The inputs of this node require grad, so a gradient without history cannot be
         # right to second order (unless it truly is constant): say so when it is used.
@@ -190,6 +204,50 @@ class FunctionNode(Node):
     def _release(self):
         self.ctx._freed = True
         self.ctx._saved = ()
+
+
+def _jvp_only(fn):
+    """A Function that defines forward and jvp but no backward."""
+    return fn.backward is Function.backward and fn.jvp is not Function.jvp
+
+
+def _backward_from_jvp(node, grad_outputs, create_graph):
+    """The VJP of a Function known only by its JVP (a Gateaux derivative).
+
+    ``jvp(ctx, *t)`` is linear in the tangents ``t``, ``t -> J t``; its transpose is the VJP
+    ``g -> J^T g``. It is computed by the library's own reverse mode: the tangents become
+    zero tensors that require grad, ``jvp`` runs recording, and the cotangent of its output
+    is pulled back to them (one recorded jvp pass per backward call, so it costs about one
+    extra forward pass over a hand-written backward). With ``create_graph`` the pass is
+    recorded, so a jvp written with chainrule ops is differentiable again.
+    """
+    from .._dispatch import edge
+    from .._engine import run_backward
+
+    fn, ctx = node.fn, node.ctx
+    tangents = [None if meta is None or edge_ is None else
+                wrap(np.zeros(meta[0], dtype=meta[1]), requires_grad=True)
+                for meta, (edge_, _) in zip(node.input_meta, node.next_functions)]
+    with _mode.enable_grad():
+        out = fn.jvp(ctx, *tangents)
+    outs = out if isinstance(out, tuple) else (out,)
+    roots, seeds = [], []
+    for o, g in zip(outs, grad_outputs):
+        if isinstance(o, Tensor) and o._requires_grad and g is not None:
+            roots.append(edge(o))
+            seeds.append(g if create_graph else g._data)
+    live = [(i, t) for i, t in enumerate(tangents) if t is not None]
+    result = [None] * len(tangents)
+    if not roots or not live:
+        return tuple(result)
+    capture = {edge(t): k for k, (_, t) in enumerate(live)}
+    got = run_backward(roots, seeds, retain_graph=create_graph, accumulate=False,
+                       capture=capture, create_graph=create_graph)
+    for k, (i, _) in enumerate(live):
+        g = got[k] if k < len(got) else None
+        if g is not None:
+            result[i] = g if isinstance(g, Tensor) else wrap(np.asarray(g))
+    return tuple(result)
 
 
 def _delayed_error(g, why, edges):
