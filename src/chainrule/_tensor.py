@@ -326,6 +326,8 @@ class Tensor:
         if self._requires_grad:
             raise RuntimeError(
                 "can't call numpy() on a tensor that requires grad; use tensor.detach().numpy()"
+                " (inside a custom Function's backward that gives up second derivatives: "
+                "write backward with chainrule ops, or mark it @once_differentiable)"
             )
         return np.asarray(self._data)
 

@@ -92,6 +92,27 @@ def parse_shapes(text):
     return shapes
 
 
+def _shapes_option(text):
+    """``3x5,5`` -> (None, shapes); ``affine=3x5,5`` -> ("affine", shapes)."""
+    name, sep, rest = text.partition("=")
+    if sep and name.strip().isidentifier():
+        return name.strip(), parse_shapes(rest)
+    return None, parse_shapes(text)
+
+
+class _ShapesAction(argparse.Action):
+    """``--shapes`` once for all (``args.shapes``), or per pair (``args.pair_shapes``)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        name, shapes = values
+        if name is None:
+            namespace.shapes = shapes
+        else:
+            found = dict(getattr(namespace, "pair_shapes", None) or {})
+            found[name] = shapes
+            namespace.pair_shapes = found
+
+
 class _UsageError(Exception):
     """A problem with what the user asked for: printed, exit status 2."""
 
@@ -152,12 +173,47 @@ def find_functions(module):
     return found
 
 
+def find_pairs(module):
+    """Find NumPy forward/backward pairs defined in ``module``: functions named
+    ``<name>_forward`` and ``<name>_backward`` (``forward(*x) -> (out, cache)``,
+    ``backward(dout, cache) -> dx``, as in many course assignments).
+
+    Returns
+    -------
+    list of (str, callable, callable)
+        ``(name, forward, backward)`` in definition order.
+    """
+    values = vars(module)
+    pairs = []
+    for key, fwd in values.items():
+        if not key.endswith("_forward") or not callable(fwd) or isinstance(fwd, type):
+            continue
+        if getattr(fwd, "__module__", None) != module.__name__:
+            continue
+        name = key[: -len("_forward")]
+        bwd = values.get(name + "_backward")
+        if callable(bwd):
+            pairs.append((name, fwd, bwd))
+    return pairs
+
+
+NOTHING_TO_CHECK = (
+    "no autograd.Function subclasses and no forward/backward pairs are defined in {path}. "
+    "Write a Function (class MyOp(chainrule.autograd.Function) with static forward(ctx, ...) "
+    "and backward(ctx, grad_output)), or name a NumPy pair <name>_forward(*x) -> (out, cache) "
+    "and <name>_backward(dout, cache) -> dx and give its input shapes with --shapes.")
+
+
 def _select(module, path, name):
     functions = find_functions(module)
     if name is None:
         if not functions:
-            raise _UsageError(f"no autograd.Function subclasses are defined in {path}")
+            if find_pairs(module):
+                return []
+            raise _UsageError(NOTHING_TO_CHECK.format(path=path))
         return functions
+    if any(p[0] == name for p in find_pairs(module)):
+        return []
     from .autograd import Function
 
     value = getattr(module, name, None)
@@ -249,6 +305,8 @@ def _cmd_check(args):
         module = _load_module(path)
         functions = _select(module, path, name)
         inputs = {fn: _example_inputs(fn, args) for fn in functions}
+        pairs = [p for p in find_pairs(module) if name is None or p[0] == name]
+        pair_inputs = {p[0]: _pair_inputs(p[0], args) for p in pairs}
     except _UsageError as err:
         print(f"chainrule check: {err}", file=sys.stderr)
         return USAGE
@@ -272,6 +330,12 @@ def _cmd_check(args):
             print(f"{fn.__name__}: plot " + (f"written to {plot}" if Path(plot).exists()
                                              else f"not written ({plot}): gradcheck made none"))
 
+    pair_failures = []
+    for pair_name, fwd, bwd in pairs:
+        row, ok = _check_pair(pair_name, fwd, bwd, pair_inputs[pair_name], args)
+        rows.append(row)
+        if not ok:
+            pair_failures.append(pair_name)
     failures = [fn for fn, r in results.items() if r is None or not r.ok]
     for result in results.values():
         if result is not None and (args.verbose or args.teach or not result.ok):
@@ -285,9 +349,45 @@ def _cmd_check(args):
     checks = "outputs, gradcheck" + (", gradgradcheck" if args.double else "") + \
         ", adjoint, in-place"
     n = len(functions)
-    print(f"\n{n} Function{'s' if n != 1 else ''} checked ({checks}): "
-          f"{n - len(failures)} passed, {len(failures)} failed")
-    return 1 if failures else 0
+    what = f"{n} Function{'s' if n != 1 else ''} checked ({checks})"
+    if pairs:
+        what += f", {len(pairs)} forward/backward pair{'s' if len(pairs) != 1 else ''} (gradcheck)"
+    bad = len(failures) + len(pair_failures)
+    print(f"\n{what}: {n + len(pairs) - bad} passed, {bad} failed")
+    return 1 if bad else 0
+
+
+def _pair_inputs(name, args):
+    """Random inputs of a pair from ``--shapes NAME=3x5,5`` (or a plain ``--shapes``)."""
+    import numpy as np
+
+    shapes = (args.pair_shapes or {}).get(name, args.shapes)
+    if shapes is None:
+        raise _UsageError(
+            f"the pair {name}_forward/{name}_backward needs input shapes: pass "
+            f"--shapes {name}=3x5,5 (one shape per input of {name}_forward)")
+    rng = np.random.default_rng(args.seed)
+    return [rng.standard_normal(s).astype(args.dtype) for s in shapes]
+
+
+def _check_pair(name, fwd, bwd, inputs, args):
+    """One table row for a NumPy pair, checked by gradcheck_pair (float64)."""
+    from .autograd import gradcheck_pair
+
+    label = f"{name} (pair)"
+    try:
+        report = gradcheck_pair(fwd, bwd, inputs, raise_exception=False, return_report=True)
+    except Exception as err:
+        print(f"gradcheck_pair({name}_forward, {name}_backward) raised "
+              f"{type(err).__name__}: {err}")
+        return [label, "ERROR", "-", "-", "the pair raised (see above)"], False
+    worst = max((p.max_error for p in report.pairs), default=0.0)
+    if not report.passed or args.verbose:
+        print(report)
+        print()
+    return [label, "pass" if report.passed else "FAIL", f"{worst:.2e}",
+            "-" if report.passed else "gradcheck",
+            ", ".join(report.patterns) or "-"], report.passed
 
 
 # --- explain --------------------------------------------------------------------------------
@@ -527,9 +627,12 @@ def build_parser():
 
     p_check = sub.add_parser(
         "check",
-        help="validate the custom autograd Functions of a Python file",
+        help="validate the custom autograd Functions and NumPy forward/backward pairs of a "
+             "Python file",
         description="Load a Python file, find the chainrule.autograd.Function subclasses "
-                    "defined in it (or the one named after ':') and validate each: what "
+                    "and the NumPy pairs <name>_forward/<name>_backward defined in it (or "
+                    "the one named after ':'; pairs are gradchecked with random cotangents, "
+                    "inputs from --shapes name=...) and validate each Function: what "
                     "backward returns, gradcheck, the adjoint identity with jvp (when "
                     "defined) and in-place changes; --double adds gradgradcheck. Inputs "
                     "come from a static example_inputs() on the Function, or from --shapes. "
@@ -548,15 +651,18 @@ def build_parser():
     p_check.add_argument("--seed", type=int, default=0,
                          help="seed of example_inputs()/--shapes and of the random "
                               "cotangents (default: 0)")
-    p_check.add_argument("--shapes", type=parse_shapes, metavar="SHAPES",
+    p_check.add_argument("--shapes", type=_shapes_option, metavar="[NAME=]SHAPES",
+                         action=_ShapesAction, dest="shapes",
                          help="random normal inputs of these shapes instead of "
-                              "example_inputs(), e.g. 3x5,5")
+                              "example_inputs(), e.g. 3x5,5; for a NumPy pair "
+                              "<name>_forward/<name>_backward: --shapes name=3x5,5 "
+                              "(repeat the option for several pairs)")
     p_check.add_argument("--teach", action="store_true",
                          help="teaching mode: show each Function's Jacobian, the grad_output "
                               "backward receives and grad_output^T J next to its result")
     p_check.add_argument("-v", "--verbose", action="store_true",
                          help="print every Function's full report, not only failing ones")
-    p_check.set_defaults(func=_cmd_check)
+    p_check.set_defaults(func=_cmd_check, pair_shapes=None)
 
     p_explain = sub.add_parser(
         "explain",

@@ -20,6 +20,7 @@ from .anomaly import AnomalyError, detect_anomaly, is_anomaly_enabled, set_detec
 from .function import Function, FunctionCtx, once_differentiable
 from .gradcheck import GradcheckError, GradcheckReport, gradcheck, gradgradcheck
 from .implicit import custom_root, fixed_point, root
+from .pair import gradcheck_pair
 from .validate import ValidationResult, validate
 
 __all__ = [
@@ -27,7 +28,7 @@ __all__ = [
     "FunctionCtx", "once_differentiable", "gradcheck", "gradgradcheck", "GradcheckError",
     "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "detect_anomaly",
     "set_detect_anomaly", "is_anomaly_enabled", "AnomalyError", "validate", "ValidationResult",
-    "GradcheckReport",
+    "GradcheckReport", "gradcheck_pair",
 ]
 
 
