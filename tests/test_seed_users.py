@@ -141,3 +141,51 @@ def test_saved_variables_is_a_deprecated_alias():
     x = cr.tensor([1.0], requires_grad=True)
     Double.apply(x).sum().backward()
     np.testing.assert_array_equal(np.asarray(x.grad), [2.0])
+
+
+def test_explain_composites_says_what_they_record(capsys):
+    from chainrule import cli
+
+    assert cli.main(["explain", "outer"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("outer is not a primitive: it records reshape and mul")
+    assert "ReshapeBackward0" in out and "MulBackward0" in out   # with those rules
+    assert cli.main(["explain", "matrix_power"]) == 0
+    assert capsys.readouterr().out.startswith("matrix_power is not a primitive: it records mm")
+    assert cli.main(["explain", "mm"]) == 0                       # a primitive: its rules
+    assert capsys.readouterr().out.startswith("mm  (graph node MmBackward0)")
+
+
+def test_make_dot_labels_edges_and_shows_rules():
+    pytest.importorskip("graphviz")
+    from chainrule.viz import make_dot
+
+    A = cr.randn(2, 3, requires_grad=True)
+    B = cr.randn(3, 2, requires_grad=True)
+    src = make_dot((A @ B).sum(), params={"A": A, "B": B}, show_rules=True).source
+    assert "[label=self]" in src and "[label=mat2]" in src
+    assert "self: grad_A = grad @ B^T" in src and "mat2: grad_B = A^T @ grad" in src
+    assert "grad_A = grad @ B^T</FONT>" not in make_dot((A @ B).sum()).source
+
+
+class NumpySqrt(cr.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x.sqrt()
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        with np.errstate(divide="ignore"):
+            return cr.tensor(g.numpy() / (2 * np.sqrt(x.detach().numpy())))
+
+
+def test_detect_anomaly_names_the_line_that_made_a_function_node():
+    x = cr.tensor([0.0, 1.0], requires_grad=True)
+    with cr.autograd.detect_anomaly():
+        y = NumpySqrt.apply(x)  # the line the error names
+        with pytest.raises(cr.autograd.AnomalyError) as info:
+            y.sum().backward()
+    assert "NumpySqrtBackward" in str(info.value)
+    assert "y = NumpySqrt.apply(x)  # the line the error names" in info.value.where

@@ -571,6 +571,87 @@ def explain_all(width=100):
     return "\n".join(out)
 
 
+def recorded_ops(fn):
+    """The primitives a public function records, found by running it on small sample
+    inputs (a vector, a matrix, pairs of them, a matrix and an int) and walking the graph
+    of its result. Returns ``(op names in recording order, the inputs used)`` or None when
+    no sample input suits it."""
+    import numpy as np
+
+    import chainrule as cr
+
+    rng = np.random.default_rng(0)
+
+    def vec():
+        return cr.tensor(rng.standard_normal(3), requires_grad=True)
+
+    def mat():
+        return cr.tensor(rng.standard_normal((3, 3)) + 3 * np.eye(3), requires_grad=True)
+
+    for make in ((vec,), (mat,), (vec, vec), (mat, mat), (mat, lambda: 2), (mat, vec)):
+        args = [m() for m in make]
+        try:
+            out = fn(*args)
+        except Exception:  # noqa: BLE001 - not this signature: try the next sample
+            continue
+        outs = [o for o in (out if isinstance(out, tuple) else (out,))
+                if isinstance(o, cr.Tensor) and o.grad_fn is not None]
+        if not outs:
+            continue
+        names, seen, stack = [], set(), [o.grad_fn for o in outs]
+        while stack:
+            node = stack.pop()
+            if node in seen:
+                continue
+            seen.add(node)
+            op = getattr(node, "op", None)
+            if op is not None and op.name not in names:
+                names.append(op.name)
+            stack.extend(n for n, _ in node.next_functions if n is not None)
+        return names[::-1], args
+    return None
+
+
+def explain_composite(name):
+    """``explain`` for a public function that is not a primitive: what it records, with
+    those primitives' rules; None when ``name`` is no such function."""
+    import chainrule as cr
+
+    from ._table import TABLE
+
+    fn = next((getattr(ns, name) for ns in (cr, cr.linalg, cr.func)
+               if callable(getattr(ns, name, None))), None)
+    if fn is None or isinstance(fn, type):
+        return None
+    traced = recorded_ops(fn)
+    if traced is None:
+        return (f"{name} is not a primitive of the derivative table; no sample input "
+                "(vectors, matrices) runs it, so what it records is not shown")
+    names, args = traced
+    documented = [op.name for op in getattr(fn, "ops", ())]
+    if documented and set(names) <= set(documented):
+        return None  # a thin wrapper over its documented primitive(s): explain those
+    shapes = ", ".join(str(tuple(a.shape)) if isinstance(a, cr.Tensor) else repr(a)
+                       for a in args)
+    head = (f"{name} is not a primitive: it records {_join(names)} (traced on inputs of "
+            f"shapes {shapes}). A composite function appears in the graph as the primitives "
+            "it calls, and its gradient is theirs by the chain rule:")
+    return "\n\n".join([head] + [explain_op(TABLE[n]) for n in names])
+
+
+def _is_primitive_name(name):
+    from ._table import TABLE
+
+    key = name.lower()
+    return name in TABLE or any(key in (op.node_name.lower(), op.name.lower(),
+                                        op.node_name.lower().rstrip("0123456789"))
+                                for op in TABLE.values())
+
+
+def _join(names):
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
 def _cmd_explain(args):
     if args.all:
         print(explain_all())
@@ -579,6 +660,10 @@ def _cmd_explain(args):
         print("chainrule explain: name an op (e.g. matmul, MmBackward0) or pass --all",
               file=sys.stderr)
         return USAGE
+    traced = None if _is_primitive_name(args.name) else explain_composite(args.name)
+    if traced is not None:
+        print(traced)
+        return 0
     ops = _lookup(args.name)
     if not ops:
         close = difflib.get_close_matches(args.name, sorted(set(_candidates())), n=5,

@@ -38,7 +38,7 @@ _MAX_REPR = 40
 _MAX_LIST = 6
 
 
-def make_dot(tensor, params=None, show_saved=False):
+def make_dot(tensor, params=None, show_saved=False, show_rules=False):
     """Draw the autograd graph behind ``tensor`` as a Graphviz digraph.
 
     Parameters
@@ -57,13 +57,17 @@ def make_dot(tensor, params=None, show_saved=False):
         and dtype, other values (``dim``, ``keepdim``, ...) by their value, in one orange
         table beside the node. When ``backward()`` already freed them, a note under the
         graph says so.
+    show_rules : bool
+        Print each primitive's VJP formulas (its table entry's math text, one line per
+        input, e.g. ``self: grad_A = grad @ B^T``) in its box.
 
     Returns
     -------
     graphviz.Digraph
         One box per graph node, named by its op (``MmBackward0``) with the shape and dtype
         it produced, and one arrow per edge, from the producing node to the node that used
-        it. A node with several outputs labels its arrows with the output index ``[i]``.
+        it, labelled with the name of the input it feeds (``self``, ``mat2``); a node with
+        several outputs adds the output index (``[1] self``).
         Render it with ``.render(filename, format="png")`` or ``.pipe(format="svg")`` (these
         need Graphviz's ``dot``), or show it in a notebook.
 
@@ -146,12 +150,16 @@ def make_dot(tensor, params=None, show_saved=False):
         tooltip = _tooltip(node)
         if tooltip:
             attrs["tooltip"] = tooltip
+        if show_rules:
+            lines += _rule_lines(node)
         dot.node(nid, _label(node.name(), lines), **attrs)
-        for nxt, nr in node.next_functions:
+        inputs = _input_names(node)
+        for k, (nxt, nr) in enumerate(node.next_functions):
             if nxt is None:
                 continue
-            label = {"label": f"[{nr}]"} if getattr(nxt, "nout", 1) > 1 else {}
-            dot.edge(ids[id(nxt)], nid, **label)
+            text = " ".join(([f"[{nr}]"] if getattr(nxt, "nout", 1) > 1 else [])
+                            + ([inputs[k]] if k < len(inputs) else []))
+            dot.edge(ids[id(nxt)], nid, **({"label": text} if text else {}))
         if show_saved and not _add_saved(dot, nid, node):
             freed += 1
 
@@ -172,6 +180,26 @@ def make_dot(tensor, params=None, show_saved=False):
                        "backward(); pass retain_graph=True to keep them",
                  labelloc="b", fontsize="10", fontcolor="darkorange3")
     return dot
+
+
+def _input_names(node):
+    """The names of a node's inputs, one per edge: the op's (``self``, ``mat2``), a
+    variadic op's ``tensors[i]``, or ``input i`` for a custom Function."""
+    op = getattr(node, "op", None) if hasattr(node, "plan") else None
+    n = len(node.next_functions)
+    if op is None:
+        return [f"input {i}" for i in range(n)] if n > 1 else [""] * n
+    if op.variadic:
+        return [f"{op.inputs[0]}[{i}]" for i in range(n)]
+    return list(op.inputs)
+
+
+def _rule_lines(node):
+    """Each input's VJP formula (the table's math text) for a primitive's box."""
+    op = getattr(node, "op", None) if hasattr(node, "plan") else None
+    if op is None:
+        return []
+    return [f"{name}: {op.math[name]}" for name in op.inputs if name in op.math]
 
 
 # --- walking the graph ----------------------------------------------------------------------

@@ -137,6 +137,14 @@ def check_forward(op, datas, out, node):
             raise error
 
 
+def record_function_node(node, args):
+    """A custom Function's node made in anomaly mode: remember the user's line (the
+    ``apply`` call) and its inputs, for the backward message."""
+    tensors = [(f"input {i}", a._data) for i, a in enumerate(args) if hasattr(a, "_data")]
+    CREATED_AT[node] = (user_frame(), _describe([t for _, t in tensors],
+                                                [n for n, _ in tensors]))
+
+
 def check_backward(node, input_grads):
     """Called by the engine after every node's VJP in anomaly mode."""
     names = _input_names(node)

@@ -618,7 +618,8 @@ def partial_agreement(analytic, numerical, out_shape=None, in_shape=None, *, ato
             elementwise = True
             parts.append(f"analytic is diagonal (an elementwise derivative) but numerical has "
                          f"{n_off} nonzero off-diagonal entries: the function mixes entries and "
-                         "the backward treats it as elementwise")
+                         "the backward treats it as elementwise (docs/matrix-vjps.md derives "
+                         "the VJP of a matrix function, e.g. G X^T + X^T G for X @ X)")
             if dg.all():
                 parts.append("the diagonal matches")
             elif dg.any():

@@ -21,6 +21,7 @@ import numpy as np
 from .. import _dispatch, _mode
 from .._node import FREED, DelayedError, Node
 from .._tensor import Tensor, _fill, wrap
+from . import anomaly
 
 
 class FunctionCtx:
@@ -275,7 +276,7 @@ class Function(metaclass=FunctionMeta):
     ...         ctx.save_for_backward(A, x)
     ...         return A @ x
     ...     @staticmethod
-    ...     def backward(ctx, grad):          # grad: shape (n,), the cotangent of A @ x
+    ...     def backward(ctx, grad):          # grad: shape (m,) for A (m, n): A @ x's cotangent
     ...         A, x = ctx.saved_tensors
     ...         return cr.outer(grad, x), A.t() @ grad   # grad_A = g x^T, grad_x = A^T g
     >>> A = cr.randn(3, 2, requires_grad=True); x = cr.randn(2, requires_grad=True)
@@ -354,6 +355,8 @@ class Function(metaclass=FunctionMeta):
             meta.append((o.shape, o.dtype))
         node.output_meta = tuple(meta)
         node.nout = len(meta)
+        if _dispatch.ANOMALY:  # the user's line, for a NaN found in its backward
+            anomaly.record_function_node(node, args)
         saved_outputs = {i: nr for i, t in enumerate(ctx._saved) for nr, o in enumerate(outputs)
                          if t is not None and t is o and wrapped[nr]._grad_fn is node}
         if saved_outputs:

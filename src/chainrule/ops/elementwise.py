@@ -213,7 +213,7 @@ TANH = elementwise("tanh", np.tanh, lambda F, out: 1 - out * out, math="1 - tanh
 SIGMOID = elementwise("sigmoid", special.expit, lambda F, out: out * (1 - out),
                       math="s (1 - s), s = sigmoid(x)", source=CALCULUS)
 RELU = elementwise("relu", lambda x: np.maximum(x, 0), lambda F, out: ~(out <= 0),
-                   math="[not x <= 0]  (0 at x = 0; 1 at NaN, where the NaN propagates)",
+                   math="[x > 0]  (1 at NaN)",
                    source=CALCULUS + "; subgradient 0 at x = 0 and NaN passing the gradient, as "
                    "PyTorch's threshold_backward")
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
