@@ -365,6 +365,15 @@ def test_teaching_mode_shows_jacobian_grad_output_and_the_vjp(capsys):
 def test_teaching_mode_flags_a_wrong_backward():
     result = run(WrongMatSquare, S0, teach=True)
     assert "they DISAGREE" in result.teaching
+    # it never ends by saying that backward computes grad_output^T J when it does not
+    assert "never forms J" not in result.teaching
+    assert result.teaching.rstrip().endswith("without forming J.")
+    assert "never forms J" in run(MatSquare, S0, teach=True).teaching
+
+
+def test_elementwise_diagnosis_links_the_matrix_vjp_page():
+    result = run(WrongMatSquare, S0)
+    assert any("docs/matrix-vjps.md" in d for d in result["gradcheck"].findings)
 
 
 def test_teaching_mode_declines_large_inputs():
