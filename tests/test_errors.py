@@ -6,6 +6,8 @@
   and a failing op leaves the user's tensors as they were.
 """
 
+import re
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -439,3 +441,34 @@ def test_gradcheck_failure_leaves_inputs_untouched():
         autograd.gradcheck(Bad.apply, (x,))
     np.testing.assert_array_equal(arr(x), [0.5, 1.5])
     assert x.grad is None and x._version == 0
+
+
+def _public_functions():
+    skip = {"manual_seed", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
+            "set_default_dtype", "get_default_dtype", "tensor", "as_tensor", "from_numpy",
+            "zeros", "ones", "empty", "full", "eye", "arange", "linspace", "rand", "randn",
+            "randint", "default_generator"}
+    return sorted(n for n in dir(cr) if not n.startswith("_") and n not in skip
+                  and callable(getattr(cr, n)) and not isinstance(getattr(cr, n), type))
+
+
+@pytest.mark.parametrize("name", _public_functions())
+def test_bad_arguments_name_an_op_and_change_nothing(name):
+    """Every public function given wrong argument types or shapes raises an error whose
+    message starts with an op's name (this function's, or the primitive it called), and
+    leaves the tensors it was given as they were."""
+    fn = getattr(cr, name)
+    x = cr.tensor(np.arange(6.0).reshape(2, 3), requires_grad=True)
+    v = cr.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    for args in [(x, "a"), (v, x, v), ("text",), (x, [[1, 2]]), (x, (0, 7))]:
+        try:
+            fn(*args)
+        except NotImplementedError:
+            continue
+        except Exception as err:  # noqa: BLE001 - any error type, as long as it is named
+            # "op: ..." (chainrule's form) or "op() takes ..." (Python's own arity error)
+            assert re.match(r"[A-Za-z_][\w.]*(: |\(\) )", str(err)), (
+                name, args, f"{type(err).__name__}: {err}")
+        np.testing.assert_array_equal(np.asarray(x.detach()), np.arange(6.0).reshape(2, 3))
+        np.testing.assert_array_equal(np.asarray(v.detach()), [1.0, 2.0, 3.0])
+        assert x.grad is None and v.grad is None and cr.is_grad_enabled()

@@ -14,7 +14,8 @@ from ._mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from ._table import TABLE
 from ._tensor import Tensor
 from .ops import *  # noqa: F401,F403
-from .ops.indexing import getitem, index_put, take_along_dim  # noqa: F401
+from .ops import index_put, take_along_dim  # noqa: F401
+from .ops.indexing import getitem  # noqa: F401
 
 _install()
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._dispatch import name_errors
 from ._tensor import Tensor, wrap
 
 __all__ = ["tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "eye",
@@ -176,11 +177,12 @@ def _like(fn):
     return like
 
 
-zeros_like = _like(np.zeros_like)
-ones_like = _like(np.ones_like)
-empty_like = _like(np.empty_like)
+zeros_like = name_errors(_like(np.zeros_like))
+ones_like = name_errors(_like(np.ones_like))
+empty_like = name_errors(_like(np.empty_like))
 
 
+@name_errors
 def full_like(input, fill_value, dtype=None, requires_grad=False):
     """A tensor of ``input``'s shape (and dtype) filled with ``fill_value``."""
     data = input._data if isinstance(input, Tensor) else np.asarray(input)
@@ -214,11 +216,13 @@ def randint(low, high=None, size=(), dtype=None):
     return wrap(default_generator.integers(low, high, size=tuple(size), dtype=dtype or np.int64))
 
 
+@name_errors
 def rand_like(input, dtype=None, requires_grad=False):
     """Uniform samples of ``input``'s shape and dtype."""
     return rand(*input.shape, dtype=dtype or input.dtype, requires_grad=requires_grad)
 
 
+@name_errors
 def randn_like(input, dtype=None, requires_grad=False):
     """Standard normal samples of ``input``'s shape and dtype."""
     return randn(*input.shape, dtype=dtype or input.dtype, requires_grad=requires_grad)

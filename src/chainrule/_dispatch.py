@@ -10,6 +10,7 @@ grad mode is off, no node is built and nothing is saved.
 
 from __future__ import annotations
 
+import functools
 import weakref
 
 import numpy as np
@@ -102,7 +103,41 @@ def _forward_error(op, inputs, error):
         return IndexError(message)
     if type(error) is ValueError:  # NumPy's shape errors; subclasses (LinAlgError) stay
         return ShapeError(message)
-    return type(error)(message)
+    try:
+        return type(error)(message)
+    except TypeError:  # an exception class with its own constructor (NumPy's UFuncTypeError)
+        return (TypeError if isinstance(error, TypeError) else ShapeError)(message)
+
+
+def name_errors(fn, op=None):
+    """Wrap a public function so that an error raised while it prepares its arguments
+    (before a kernel runs) names the op, as every error of chainrule does: ``reshape(x, t)``
+    with a tensor ``t`` says ``reshape: ...``. Messages that already start with an op's
+    name are left as they are. Not used on the hot elementwise functions, whose errors
+    come from their kernels and are named by the dispatcher."""
+    name = op or fn.__name__
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except AttributeError as error:  # an argument of the wrong type ('str'.shape)
+            raise TypeError(f"{name}: an argument has the wrong type: {error}") from None
+        except (TypeError, ValueError, IndexError, RuntimeError) as error:
+            text = str(error)
+            head = text.split(":", 1)[0]
+            if head.replace("_", "").replace(".", "").isalnum() and " " not in head:
+                raise  # already names an op (possibly the one this function calls)
+            raise _renamed(error, f"{name}: {text}") from None
+
+    return wrapper
+
+
+def _renamed(error, message):
+    try:
+        return type(error)(message)
+    except TypeError:
+        return (TypeError if isinstance(error, TypeError) else ShapeError)(message)
 
 
 class ShapeError(ValueError, RuntimeError):
