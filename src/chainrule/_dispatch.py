@@ -103,10 +103,7 @@ def _forward_error(op, inputs, error):
         return IndexError(message)
     if type(error) is ValueError:  # NumPy's shape errors; subclasses (LinAlgError) stay
         return ShapeError(message)
-    try:
-        return type(error)(message)
-    except TypeError:  # an exception class with its own constructor (NumPy's UFuncTypeError)
-        return (TypeError if isinstance(error, TypeError) else ShapeError)(message)
+    return _renamed(error, message)
 
 
 def name_errors(fn, op=None):
@@ -134,6 +131,8 @@ def name_errors(fn, op=None):
 
 
 def _renamed(error, message):
+    """``error``'s class with a new message (its builtin base when the class has a
+    constructor of its own, as NumPy's UFuncTypeError has)."""
     try:
         return type(error)(message)
     except TypeError:
@@ -270,8 +269,6 @@ def edge(x):
     return (x._grad_fn or accumulator(x), x._output_nr)
 
 
-_edge = edge
-
 
 def _record(op, inputs, datas, attrs, out, mask):
     if op.variadic:
@@ -287,7 +284,7 @@ def _record(op, inputs, datas, attrs, out, mask):
     elif arity == 2:
         a, b = inputs
         if mask == 3:
-            edges = (_edge(a), _edge(b))
+            edges = (edge(a), edge(b))
             shapes = (datas[0].shape, datas[1].shape)
         elif mask == 1:
             if a._extra is not None:
@@ -300,7 +297,7 @@ def _record(op, inputs, datas, attrs, out, mask):
             edges = (_NO_EDGE, (b._grad_fn or accumulator(b), b._output_nr))
             shapes = (None, datas[1].shape)
     else:
-        edges = tuple(_edge(x) if isinstance(x, Tensor) and x._requires_grad else _NO_EDGE
+        edges = tuple(edge(x) if isinstance(x, Tensor) and x._requires_grad else _NO_EDGE
                       for x in inputs)
         shapes = tuple(np.shape(d) if e[0] is not None else None for d, e in zip(datas, edges))
     if plan.all_shapes:
