@@ -306,7 +306,7 @@ def _record(op, inputs, datas, attrs, out, mask):
         node = _new(OpNode)
         node.out_shape = out.shape
         if op.view:
-            if shares_memory(out, datas[0]):
+            if op.view is True or shares_memory(out, datas[0]):
                 result = _output(out, node, 0, inputs[0]._vc)
                 _mark_view(result, inputs[0], op, attrs)
             else:  # reshape had to copy: a fresh tensor, as in PyTorch
@@ -374,7 +374,7 @@ def _view_plain(op, x, out, attrs):
     """The output of a view op that records nothing: it still shares ``x``'s storage and
     version counter, and remembers how it was made, so that an in-place update through it
     can rewrite its base's history later (``buf[0].copy_(y)`` with ``y`` requiring grad)."""
-    if not shares_memory(out, x._data):
+    if op.view is not True and not shares_memory(out, x._data):
         return _output(out, None, 0, [0])
     result = _output(out, None, 0, x._vc)
     _mark_view(result, x, op, attrs)
@@ -391,22 +391,26 @@ def _mark_view(view, base, op, attrs):
         root, path = ex["view_of"], ex["path"] + ((op, attrs),)
     else:
         root, path = base, ((op, attrs),)
-    view._extra = info = {"view_of": root, "root_fn": root._grad_fn, "path": path}
-    if view._grad_fn is None and root._requires_grad:
-        # Made under no_grad from a tensor that requires grad: PyTorch forbids updating
-        # it in place with grad mode on (its base's history could not be rewritten).
-        info["no_grad_view"] = True
-    elif not root._requires_grad or DUAL_LEVEL:
-        # The root may gain a history later (an in-place update with a tensor that
-        # requires grad), or a new tangent; it then tells its views, which rebuild
-        # their grad_fn on use and take the view of its new tangent.
-        rex = root._extra
-        if rex is None:
-            rex = root._extra = {}
-        views = rex.get("views")
-        if views is None:
-            views = rex["views"] = weakref.WeakSet()
-        views.add(view)
+    view._extra = {"view_of": root, "root_fn": root._grad_fn, "path": path}
+    if root._requires_grad:
+        if view._grad_fn is None:
+            # Made under no_grad from a tensor that requires grad: PyTorch forbids updating
+            # it in place with grad mode on (its base's history could not be rewritten).
+            view._extra["no_grad_view"] = True
+        if not DUAL_LEVEL:
+            return
+    # The root may gain a history later (an in-place update with a tensor that requires
+    # grad), or a new tangent; it then tells its views, which rebuild their grad_fn on use
+    # and take the view of its new tangent.
+    rex = root._extra
+    if rex is None:
+        rex = root._extra = {}
+    views = rex.get("views")
+    if views is None:
+        views = rex["views"] = []
+    elif len(views) >= 64 and not len(views) & (len(views) - 1):
+        views[:] = [r for r in views if r() is not None]  # drop dead views now and then
+    views.append(weakref.ref(view))
 
 
 def refresh_view(x):

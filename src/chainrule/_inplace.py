@@ -224,8 +224,8 @@ def _view_tangents(root, *more):
     """Forward mode: after ``root``'s tangent changed in place, each of its views (and
     ``more``) takes the view of the new tangent, replayed through the view ops' JVP rules
     (so a batch of tangents works too)."""
-    views = root._extra.get("views") if root._extra else None
-    for v in {*(views or ()), *more}:
+    views = _live_views(root)
+    for v in {*views, *more}:
         replay = root
         with _mode.enable_grad():
             for op, attrs in v._extra["path"]:
@@ -235,10 +235,14 @@ def _view_tangents(root, *more):
 
 def _tell_views(root):
     """``root`` now requires grad: its views made while it did not must record too."""
-    views = root._extra.get("views") if root._extra else None
-    if views:
-        for v in list(views):
-            v._requires_grad = True
+    for v in _live_views(root):
+        v._requires_grad = True
+
+
+def _live_views(root):
+    """The views of ``root`` still alive (the root holds them by weak reference)."""
+    refs = root._extra.get("views") if root._extra else None
+    return [v for v in (r() for r in refs or ()) if v is not None]
 
 
 def _follow_retain_grad(t):

@@ -195,9 +195,11 @@ def defop(
         Where the formula comes from (paper, equation, textbook section).
     nout, out_diff : int, tuple of int
         Number of outputs and which of them are differentiable (default: all).
-    view : bool
+    view : bool or str
         True when the output shares memory with the first input (it then shares its
-        version counter, so in-place changes through either are seen by saved-value checks).
+        version counter, so in-place changes through either are seen by saved-value checks);
+        ``"unless it copies"`` for an op that is a view only when its kernel did not have to
+        copy (reshape): each result is then checked.
     variadic : bool
         True for ops over a sequence of tensors (``cat``, ``einsum``): one input name,
         whose VJP rule returns a list of cotangents.

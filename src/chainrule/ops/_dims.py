@@ -16,6 +16,10 @@ def wrap_dim(dim, ndim, op, *, extra=0):
     Raises IndexError "Dimension out of range (expected to be in range of [-n, n-1], but
     got d)" and TypeError for a non-integer dim.
     """
+    if dim.__class__ is int:  # the common case, kept short: views and reductions call this
+        n = ndim + extra or 1
+        if -n <= dim < n:
+            return dim % n
     if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)):
         raise TypeError(f"{op}: dim must be an int, got {type(dim).__name__} {dim!r}")
     n = max(ndim + extra, 1)

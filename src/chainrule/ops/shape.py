@@ -34,7 +34,7 @@ def _sizes(args):
 
 
 RESHAPE = defop(
-    "reshape", np.reshape, ("self",), attrs=("shape",), view=True,
+    "reshape", np.reshape, ("self",), attrs=("shape",), view="unless it copies",
     vjp={"self": lambda F, g, self_shape: F.reshape(g, self_shape)},
     jvp={"self": lambda F, t, shape: F.reshape(t, shape)},
     math={"self": "grad_x = reshape(grad, x.shape)", "out": "dy = reshape(dx, shape)"},
@@ -112,11 +112,13 @@ swapaxes = transpose
 
 def t(input):
     """Transpose of a tensor with at most 2 dims (0-D and 1-D are returned as they are)."""
-    nd = len(_shape(input))
-    if nd > 2:
-        raise ShapeError(f"t: expects a tensor with <= 2 dimensions, got shape {_shape(input)}; "
+    shape = _shape(input)
+    if len(shape) > 2:
+        raise ShapeError(f"t: expects a tensor with <= 2 dimensions, got shape {shape}; "
                          "use transpose(dim0, dim1) or .mT")
-    return transpose(input, 0, 1) if nd == 2 else reshape(input, _shape(input))
+    if len(shape) == 2:
+        return apply(TRANSPOSE, (input,), (0, 1))  # dims known valid: no wrapping needed
+    return apply(RESHAPE, (input,), (tuple(shape),))
 
 
 PERMUTE = defop(
