@@ -9,6 +9,11 @@ from __future__ import annotations
 import numpy as np
 
 
+class DimensionError(IndexError, ValueError):
+    """A dim argument a tensor does not have: an IndexError as in PyTorch, and a ValueError
+    (a bad argument value)."""
+
+
 def wrap_dim(dim, ndim, op, *, extra=0):
     """``dim`` as a non-negative int for a tensor with ``ndim`` dims (``extra=1`` for ops
     that insert a dim, such as ``unsqueeze`` and ``stack``).
@@ -24,7 +29,7 @@ def wrap_dim(dim, ndim, op, *, extra=0):
         raise TypeError(f"{op}: dim must be an int, got {type(dim).__name__} {dim!r}")
     n = max(ndim + extra, 1)
     if not -n <= dim < n:
-        raise IndexError(f"{op}: Dimension out of range (expected to be in range of "
+        raise DimensionError(f"{op}: Dimension out of range (expected to be in range of "
                          f"[{-n}, {n - 1}], but got {dim})")
     return int(dim) % n
 

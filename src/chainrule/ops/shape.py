@@ -13,7 +13,7 @@ import numpy as np
 from .._dispatch import ShapeError, apply
 from .._table import defop, documented
 from .._tensor import Tensor
-from ._dims import wrap_dim, wrap_dims
+from ._dims import DimensionError, wrap_dim, wrap_dims
 
 __all__ = ["reshape", "view", "flatten", "transpose", "swapaxes", "t", "permute", "squeeze",
            "unsqueeze", "expand", "broadcast_to", "cat", "concat", "concatenate", "stack",
@@ -310,8 +310,8 @@ def split(tensor, split_size_or_sections, dim=0):
 
 def chunk(input, chunks, dim=0):
     """Split into ``chunks`` pieces of ``ceil(n / chunks)`` (the last may be smaller)."""
-    if chunks <= 0:
-        raise RuntimeError(f"chunk: chunk expects `chunks` to be greater than 0, got: {chunks}")
+    if chunks <= 0:  # RuntimeError as in PyTorch, and a ValueError (a bad argument value)
+        raise ShapeError(f"chunk: chunk expects `chunks` to be greater than 0, got: {chunks}")
     shape = _shape(input)
     if len(shape) == 0:
         raise RuntimeError("chunk: chunk expects at least a 1-dimensional tensor")
@@ -322,7 +322,8 @@ def chunk(input, chunks, dim=0):
 
 def unbind(input, dim=0):
     """The slices along ``dim``, as a tuple."""
-    if len(_shape(input)) == 0:
-        raise IndexError(f"unbind: Dimension specified as {dim} but tensor has no dimensions")
+    if len(_shape(input)) == 0:  # IndexError as in PyTorch, and a ValueError
+        raise DimensionError(f"unbind: Dimension specified as {dim} but tensor has no "
+                             "dimensions")
     d = wrap_dim(dim, len(_shape(input)), "unbind")
     return tuple(input[(slice(None),) * d + (i,)] for i in range(_shape(input)[d]))
