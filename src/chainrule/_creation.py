@@ -189,24 +189,26 @@ def full_like(input, fill_value, dtype=None, requires_grad=False):
     return _make(np.full_like(data, fill_value, dtype=dtype), requires_grad)
 
 
+def _sample(op, draw, size, dtype, device, requires_grad, kwargs):
+    _check_device(device, op)
+    shape = _shape(size, kwargs.pop("size", None))
+    _no_extra(kwargs, op)
+    data = _float_default(draw(default_generator, shape), dtype)
+    return _make(data if dtype is None else data.astype(dtype), requires_grad)
+
+
 def rand(*size, dtype=None, device=None, requires_grad=False, **kwargs):
     """Uniform samples in [0, 1) of shape ``size`` (the default float dtype unless
     ``dtype``)."""
-    _check_device(device, "rand")
-    shape = _shape(size, kwargs.pop("size", None))
-    _no_extra(kwargs, "rand")
-    data = _float_default(default_generator.random(shape), dtype)
-    return _make(data if dtype is None else data.astype(dtype), requires_grad)
+    return _sample("rand", lambda g, s: g.random(s), size, dtype, device, requires_grad,
+                   kwargs)
 
 
 def randn(*size, dtype=None, device=None, requires_grad=False, **kwargs):
     """Standard normal samples of shape ``size`` (the default float dtype unless
     ``dtype``)."""
-    _check_device(device, "randn")
-    shape = _shape(size, kwargs.pop("size", None))
-    _no_extra(kwargs, "randn")
-    data = _float_default(default_generator.standard_normal(shape), dtype)
-    return _make(data if dtype is None else data.astype(dtype), requires_grad)
+    return _sample("randn", lambda g, s: g.standard_normal(s), size, dtype, device,
+                   requires_grad, kwargs)
 
 
 def randint(low, high=None, size=(), dtype=None):
