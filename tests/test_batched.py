@@ -15,7 +15,7 @@ import pytest
 import chainrule as cr
 import chainrule.autograd.forward_ad as fwAD
 import chainrule.linalg  # noqa: F401  (registers its helpers in the rule namespace)
-from chainrule import _batched, _dispatch
+from chainrule import _batched, _dispatch, _dual
 from chainrule._batched import BATCHED, Batched, jvp_columns, namespace, vjp_rows
 from chainrule._engine import run_backward
 from chainrule._node import accumulator
@@ -325,8 +325,8 @@ def test_batched_backward_through_a_custom_function_names_it():
     y = Cube.apply(x.sin()).exp()
     cot = Batched(randn(B, 4))
     with pytest.raises(NotImplementedError, match="Cube"):
-        run_backward([(y.grad_fn, 0)], [cot], retain_graph=True, accumulate=False,
-                     capture={(accumulator(x), 0): 0}, batched=True)
+        run_backward([(y.grad_fn, 0)], [cot], namespace(), retain_graph=True,
+                     accumulate=False, capture={(accumulator(x), 0): 0}, batched=True)
     rows = vjp_rows([y], [x], [cot.data])  # falls back to one pass per row
     for b in range(B):
         _close(rows[0][b], grad(y, x, cr.tensor(cot.data[b]), retain_graph=True)[0].numpy())
@@ -336,7 +336,7 @@ def test_batched_backward_refuses_accumulate_and_create_graph():
     x = cr.tensor(randn(4), requires_grad=True)
     y = x.exp()
     with pytest.raises(ValueError, match="accumulate"):
-        run_backward([(y.grad_fn, 0)], [Batched(randn(B, 4))], batched=True)
+        run_backward([(y.grad_fn, 0)], [Batched(randn(B, 4))], namespace(), batched=True)
 
 
 def test_hooks_see_plain_cotangents():
@@ -417,8 +417,8 @@ def test_forward_over_reverse_with_batched_tangents(strict):
 
     def gradient(a):
         leaf = cr.tensor(a.numpy(), requires_grad=True)  # a leaf that keeps a's tangent
-        if _dispatch.tangent_of(a) is not None:
-            _dispatch.set_tangent(leaf, _dispatch.tangent_of(a))
+        if _dual.tangent_of(a) is not None:
+            _dual.set_tangent(leaf, _dual.tangent_of(a))
         y = ((leaf @ cr.tensor(A)).tanh() * leaf).sum()
         return grad(y, leaf, create_graph=True)[0]
 

@@ -114,7 +114,8 @@ def _raw_cotangents(outputs, inputs, cotangents, create_graph=False):
     capture = {}
     for i, x in enumerate(inputs):
         capture.setdefault(edge(x), i)
-    got = run_backward(roots, seeds, retain_graph=True, accumulate=False, capture=capture,
+    F = differentiable() if create_graph else RAW
+    got = run_backward(roots, seeds, F, retain_graph=True, accumulate=False, capture=capture,
                        create_graph=create_graph)
     return [got[capture[edge(x)]] if len(got) > capture[edge(x)] else None for x in inputs]
 

@@ -10,7 +10,7 @@ import numpy as _np
 from . import ops
 from ._creation import *  # noqa: F401,F403
 from ._methods import install as _install
-from ._mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from ._state import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from ._table import TABLE
 from ._tensor import Tensor
 from .ops import *  # noqa: F401,F403

@@ -35,7 +35,9 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from . import _dispatch, _dual, _ns
 from ._ns import RAW, _prod_others
+from ._state import STATE
 from ._tensor import Tensor, wrap
 from .ops.einsum import parse as _parse_einsum
 from .ops.indexing import _index_put
@@ -755,6 +757,8 @@ def namespace():
 
 
 namespace()
+_ns.BATCHING.batched = Batched
+_ns.BATCHING.namespace = namespace
 
 
 # --- reverse mode: rows of u^T J ------------------------------------------------------------
@@ -838,7 +842,7 @@ def vjp_rows(outputs, inputs, cotangents):
         return [np.zeros((B,) + tuple(t.shape), dtype=t.dtype) for t in inputs]
     try:
         captured = run_backward(roots, [c if isinstance(c, Batched) else Batched(c)
-                                        for c in cots], retain_graph=True,
+                                        for c in cots], namespace(), retain_graph=True,
                                 accumulate=False, capture=capture, batched=True)
     except Exception as exc:  # a custom Function (NotImplementedError), or a rule that
         # does not batch: one row at a time gives the answer, or the real error (raised
@@ -919,7 +923,7 @@ def jvp_columns(fn, primals, tangents):
             np.asarray(t._data if isinstance(t, Tensor) else t, dtype=p.dtype)
             for t, p in zip(tangents, primals)]
     B = _check_batch(tans, [p.shape for p in primals], "tangent")
-    if _dispatch.DUAL_LEVEL:
+    if STATE.dual_level:
         raise RuntimeError("jvp_columns: a forward-mode dual level is already active; nested "
                            "forward-mode transforms are not supported")
     if B == 0 or not primals:
@@ -930,10 +934,10 @@ def jvp_columns(fn, primals, tangents):
             duals = []
             for p, t in zip(primals, tans):
                 dual = fwAD.make_dual(p, np.broadcast_to(np.zeros((), p.dtype), p.shape))
-                _dispatch.set_tangent(dual, t if isinstance(t, Batched) else Batched(t))
+                _dual.set_tangent(dual, t if isinstance(t, Batched) else Batched(t))
                 duals.append(dual)
             outs = _as_list(fn(*duals))
-            rows = [_tangent_rows(o, _dispatch.tangent_of(o), B) for o in outs]
+            rows = [_tangent_rows(o, _dual.tangent_of(o), B) for o in outs]
             outs = [fwAD.unpack_dual(o).primal if isinstance(o, Tensor) else o for o in outs]
     except Exception as exc:  # e.g. a custom Function's jvp, which takes one tangent
         cause = exc
@@ -951,7 +955,7 @@ def _jvp_columns_one_by_one(fn, primals, tans, cause=None):
     for b in range(tans[0].shape[0]):
         with fwAD.dual_level():
             outs = _as_list(fn(*(fwAD.make_dual(p, t[b]) for p, t in zip(primals, tans))))
-            columns.append([_tangent_rows(o, _dispatch.tangent_of(o), 1)[0] for o in outs])
+            columns.append([_tangent_rows(o, _dual.tangent_of(o), 1)[0] for o in outs])
             if first is None:
                 first = [fwAD.unpack_dual(o).primal if isinstance(o, Tensor) else o
                          for o in outs]

@@ -15,27 +15,22 @@ import weakref
 
 import numpy as np
 
-from . import _mode
+from . import _state
 from ._node import MultiOpNode, OpNode, accumulator
 from ._tensor import Tensor, _fill
 
-_STATE = _mode.STATE
+_STATE = _state.STATE
 _new = object.__new__
 _NO_EDGE = (None, 0)
 _ndarray = np.ndarray
 _asarray = np.asarray
 _FORWARD_ERRORS = (ValueError, IndexError, TypeError)
 
-# The active forward-mode level (0: none), set by autograd.forward_ad.dual_level. One global
-# read per op is all that forward mode costs when it is off.
-DUAL_LEVEL = 0
-# "forward" or "backward" inside autograd.detect_anomaly(), else False.
-ANOMALY = False
-# DUAL_LEVEL or ANOMALY: the one flag the hot path reads (set by set_modes).
-SLOW = False
-# Tangents of the inputs and output of recorded nodes, while a dual level is active: a
-# create_graph backward rebuilds saved values with them (forward-over-reverse).
-NODE_TANGENTS = weakref.WeakKeyDictionary()
+# Called after every op while STATE.flags has the SLOW bit (a forward-mode level or anomaly
+# mode is active): ``hook(op, inputs, datas, attrs, out, result)``. Forward mode
+# (autograd.forward_ad) and anomaly mode (autograd.anomaly) register here; the dispatcher
+# imports neither.
+AFTER_OP = []
 
 
 _PY_SCALARS = (float, int, bool)  # NumPy 2 already promotes these weakly (NEP 50)
@@ -171,7 +166,8 @@ def make_call(op):
                     out = forward(d, *attrs)
                 except _FORWARD_ERRORS as e:
                     raise _forward_error(op, (x,), e) from None
-                if x._requires_grad and _STATE.enabled:
+                flags = _STATE.flags
+                if x._requires_grad and flags & 1:
                     result = _record(op, (x,), (d,), attrs, out, 1)
                 elif single:
                     result = _output(out, None, 0, [0])
@@ -179,7 +175,7 @@ def make_call(op):
                     result = _view_plain(op, x, out, attrs)
                 else:
                     result = _plain(op, out, [0])
-                if SLOW:
+                if flags & 2:
                     _after(op, (x,), (d,), attrs, out, result)
                 return result
             try:
@@ -215,13 +211,14 @@ def make_call(op):
                 out = forward(da, db, *attrs)
             except _FORWARD_ERRORS as e:
                 raise _forward_error(op, (a, b), e) from None
-            if mask and _STATE.enabled:
+            flags = _STATE.flags
+            if mask and flags & 1:
                 result = _record(op, (a, b), (da, db), attrs, out, mask)
             elif single:
                 result = _output(out, None, 0, [0])
             else:
                 result = _plain(op, out, a._vc if view else [0])
-            if SLOW:
+            if flags & 2:
                 _after(op, (a, b), (da, db), attrs, out, result)
             return result
 
@@ -248,11 +245,12 @@ def make_call(op):
                 out = forward(datas, *attrs) if op.variadic else forward(*datas, *attrs)
             except _FORWARD_ERRORS as e:
                 raise _forward_error(op, inputs, e) from None
-            if mask and _STATE.enabled:
+            flags = _STATE.flags
+            if mask and flags & 1:
                 result = _record(op, inputs, datas, attrs, out, mask)
             else:
                 result = _plain(op, out, inputs[0]._vc if view else [0])
-            if SLOW:
+            if flags & 2:
                 _after(op, inputs, datas, attrs, out, result)
             return result
 
@@ -397,7 +395,7 @@ def _mark_view(view, base, op, attrs):
             # Made under no_grad from a tensor that requires grad: PyTorch forbids updating
             # it in place with grad mode on (its base's history could not be rewritten).
             view._extra["no_grad_view"] = True
-        if not DUAL_LEVEL:
+        if not _STATE.dual_level:
             return
     # The root may gain a history later (an in-place update with a tensor that requires
     # grad), or a new tangent; it then tells its views, which rebuild their grad_fn on use
@@ -425,7 +423,7 @@ def refresh_view(x):
     if root is None or root._grad_fn is ex["root_fn"]:
         return
     t = root
-    with _mode.enable_grad():
+    with _state.enable_grad():
         for op, attrs in ex["path"]:
             t = apply(op, (t,), attrs)
     old_fn = x._grad_fn
@@ -437,92 +435,7 @@ def refresh_view(x):
         retain(x)  # retain_grad() follows the tensor to its new grad_fn
 
 
-def set_modes(dual_level=None, anomaly=None):
-    """Change the forward-mode level and/or the anomaly mode, keeping SLOW in step."""
-    global DUAL_LEVEL, ANOMALY, SLOW
-    if dual_level is not None:
-        DUAL_LEVEL = dual_level
-    if anomaly is not None:
-        ANOMALY = anomaly
-    SLOW = bool(DUAL_LEVEL or ANOMALY)
-
-
 def _after(op, inputs, datas, attrs, out, result):
-    """The slow path after an op: forward-mode tangents, anomaly checks."""
-    if DUAL_LEVEL:
-        _tangent(op, inputs, datas, attrs, out, result)
-    if ANOMALY:
-        from .autograd import anomaly
-
-        first = result if op.nout == 1 else result[0]
-        anomaly.check_forward(op, datas, out, first._grad_fn)
-
-
-def tangent_of(x, level=None):
-    """The tangent (an array) carried by ``x`` at the active dual level, or None."""
-    if not isinstance(x, Tensor) or not x._extra:
-        return None
-    entry = x._extra.get("tangent")
-    if entry is None or entry[0] != (DUAL_LEVEL if level is None else level):
-        return None
-    return entry[1]
-
-
-def set_tangent(t, tangent):
-    t._extra_set("tangent", (DUAL_LEVEL, tangent))
-
-
-def _tangent(op, inputs, datas, attrs, out, result):
-    """Forward mode: the output tangent from the JVP rules, summed over the inputs."""
-    ts = [tangent_of(x) for x in inputs]
-    if all(t is None for t in ts):
-        return
-    from ._batched import Batched, namespace
-    from ._ns import RAW
-
-    # A batch of tangents (jacfwd: one per column) runs the same rules on the batched
-    # namespace; the output tangent is then Batched too.
-    F = namespace() if any(isinstance(t, Batched) for t in ts) else RAW
-
-    def args(params, pool):
-        return [pool[op.pool.index(p)] for p in params]
-
-    shapes = [np.shape(d) for d in datas]
-    if op.variadic:
-        fn, params = _jvp_rule(op, 0)
-        t_out = fn(F, ts, *args(params, (datas, out, *attrs, shapes)))
-    else:
-        pool = (*datas, out, *attrs, *shapes)
-        t_out = None
-        for i, t in enumerate(ts):
-            if t is None:
-                continue
-            fn, params = _jvp_rule(op, i)
-            part = fn(F, t, *args(params, pool))
-            t_out = part if t_out is None else _add_tangents(t_out, part)
-    outs = (result,) if op.nout == 1 else result
-    parts = (t_out,) if op.nout == 1 else (t_out or (None,) * op.nout)
-    for r, o, part in zip(outs, (out,) if op.nout == 1 else out, parts):
-        if part is not None and np.asarray(o).dtype.kind == "f":
-            dtype = np.asarray(o).dtype
-            if isinstance(part, Batched):
-                set_tangent(r, Batched(part.rows(np.shape(o), dtype)))
-            else:
-                set_tangent(r, np.array(np.broadcast_to(part, np.shape(o)), dtype=dtype))
-    node = outs[0]._grad_fn
-    if node is not None:
-        NODE_TANGENTS[node] = (DUAL_LEVEL, ts, [tangent_of(r) for r in outs])
-
-
-def _jvp_rule(op, i):
-    rule = op.jvp_rules.get(op.inputs[i])
-    if rule is None:
-        raise NotImplementedError(
-            f"forward-mode AD: {op.name} has no JVP rule for its input {op.inputs[i]!r}")
-    return rule
-
-
-def _add_tangents(a, b):
-    if isinstance(a, tuple):
-        return tuple(y if x is None else x if y is None else x + y for x, y in zip(a, b))
-    return a + b
+    """The slow path after an op: the hooks of forward mode and anomaly mode."""
+    for hook in AFTER_OP:
+        hook(op, inputs, datas, attrs, out, result)

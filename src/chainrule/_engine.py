@@ -18,7 +18,20 @@ import numpy as np
 from . import _node
 from ._node import AccumulateGrad, MultiOpNode, OpNode
 from ._ns import RAW
+from ._state import STATE, enable_grad
 from ._tensor import Tensor, wrap
+
+
+class _Hooks:
+    """Filled by higher layers (autograd.anomaly): ``check_node(node, input_grads)`` runs
+    after each node in anomaly mode; ``in_backward()`` is a context manager around a
+    backward pass in anomaly mode."""
+
+    check_node = None
+    in_backward = None
+
+
+HOOKS = _Hooks()
 
 
 def sum_to(g, shape, F=RAW):
@@ -85,25 +98,28 @@ def _needed(roots, targets):
     return needed
 
 
-def run_backward(roots, seeds, *, retain_graph=False, accumulate=True, capture=None,
+def run_backward(roots, seeds, F, *, retain_graph=False, accumulate=True, capture=None,
                  only=None, create_graph=False, batched=False):
     """Backpropagate ``seeds`` (arrays; Tensors with create_graph) from ``roots`` (pairs
-    ``(node, output_nr)``).
+    ``(node, output_nr)``), running the rules with namespace ``F``.
 
+    F : the namespace the rules compute with, chosen by the caller (the engine never picks
+        one): ``chainrule._ns.RAW`` for a first-order pass, ``_ns.differentiable()`` with
+        create_graph, ``_ns.batched()`` for a batch of cotangents.
     accumulate : add into leaves' ``.grad`` (restricted to the AccumulateGrad nodes in
         ``only`` when given).
     capture : dict ``{(node, output_nr): slot}``; the full cotangent arriving there is stored
         in the returned list at ``slot``. With ``accumulate=False`` only the nodes between
         the roots and the captured ones run.
 
-    create_graph : run the rules on Tensors through the differentiable namespace, so the
-        cotangents (and ``.grad``) carry a graph that can be differentiated again.
+    create_graph : run the rules on Tensors (``F`` is the differentiable namespace) with
+        grad mode on, so the cotangents (and ``.grad``) carry a graph that can be
+        differentiated again.
 
-    batched : the seeds are ``chainrule._batched.Batched`` (a batch of cotangents along a
-        leading axis), the rules run on the batched namespace and captured cotangents are
-        Batched: all rows of a Jacobian in one pass. Only with ``capture`` and
-        ``accumulate=False``, without create_graph. A custom Function or a hook in the way
-        raises NotImplementedError (pass retain_graph=True to fall back to one row a pass).
+    batched : the seeds are batches of cotangents along a leading axis (``F`` is the
+        batched namespace) and captured cotangents are batched too: all rows of a Jacobian
+        in one pass. Only with ``capture`` and ``accumulate=False``, without create_graph.
+        A custom Function or a hook in the way raises NotImplementedError saying so.
 
     A node's buffer is its cotangent (single-output nodes) or a list of them, ``None`` for
     a zero that never arrived.
@@ -112,41 +128,27 @@ def run_backward(roots, seeds, *, retain_graph=False, accumulate=True, capture=N
         if create_graph or accumulate:
             raise ValueError("run_backward(batched=True) needs accumulate=False (use capture) "
                              "and create_graph=False")
-        from ._batched import namespace
-
-        return _walk(roots, seeds, retain_graph, False, capture, only, False, namespace())
-    from . import _dispatch
-
-    if _dispatch.ANOMALY:  # ops that run now belong to a backward pass (for the messages)
-        from .autograd.anomaly import IN_BACKWARD
-
-        IN_BACKWARD[0] += 1
-        try:
-            return _run(roots, seeds, retain_graph, accumulate, capture, only, create_graph)
-        finally:
-            IN_BACKWARD[0] -= 1
-    return _run(roots, seeds, retain_graph, accumulate, capture, only, create_graph)
+        return _walk(roots, seeds, retain_graph, False, capture, only, F, "batched")
+    if STATE.anomaly:  # ops that run now belong to a backward pass (for the messages)
+        with HOOKS.in_backward():
+            return _run(roots, seeds, F, retain_graph, accumulate, capture, only, create_graph)
+    return _run(roots, seeds, F, retain_graph, accumulate, capture, only, create_graph)
 
 
-def _run(roots, seeds, retain_graph, accumulate, capture, only, create_graph):
+def _run(roots, seeds, F, retain_graph, accumulate, capture, only, create_graph):
     if not create_graph:
-        return _walk(roots, seeds, retain_graph, accumulate, capture, only, False)
-    from ._mode import enable_grad
-    from ._ns import differentiable
-
+        return _walk(roots, seeds, retain_graph, accumulate, capture, only, F, "plain")
     with enable_grad():
-        return _walk(roots, seeds, retain_graph, accumulate, capture, only, differentiable())
+        return _walk(roots, seeds, retain_graph, accumulate, capture, only, F, "graph")
 
 
-def _walk(roots, seeds, retain_graph, accumulate, capture, only, graph_ns, batched_ns=None):
-    """run_backward's loop; ``graph_ns`` is the differentiable namespace, or False;
-    ``batched_ns`` the batched namespace for a batch of cotangents (run_backward(batched))."""
-    graph = graph_ns is not False
-    F = graph_ns if graph else RAW if batched_ns is None else batched_ns
-    plain = not graph and batched_ns is None  # cotangents are ndarrays
-    from . import _dispatch
-
-    anomaly = bool(_dispatch.ANOMALY)  # detect_anomaly(): check each node's cotangents
+def _walk(roots, seeds, retain_graph, accumulate, capture, only, F, kind):
+    """run_backward's loop. ``kind``: "plain" (cotangents are arrays), "graph" (Tensors,
+    recorded) or "batched" (a batch of cotangents)."""
+    graph = kind == "graph"
+    plain = kind == "plain"  # cotangents are arrays
+    batched_ns = F if kind == "batched" else None
+    check_node = HOOKS.check_node if STATE.anomaly else None  # detect_anomaly()
     root_nodes = list(dict.fromkeys(node for node, _ in roots))
     deps = _dependencies(root_nodes)
     buffers = {}
@@ -215,10 +217,8 @@ def _walk(roots, seeds, retain_graph, accumulate, capture, only, graph_ns, batch
             if not retain_graph:
                 node._release()
             is_op = type(node) is MultiOpNode
-        if anomaly and input_grads is not None:
-            from .autograd.anomaly import check_backward
-
-            check_backward(node, input_grads)
+        if check_node is not None and input_grads is not None:
+            check_node(node, input_grads)
         shapes = node.shapes
         i = -1
         for child, nr in node.next_functions:

@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _dispatch, _mode
+from . import _dispatch, _dual, _state
 from ._dispatch import apply, refresh_view
-from ._mode import STATE
+from ._state import STATE
 from ._tensor import Tensor, wrap
 from .ops.indexing import INDEX_PUT
 from .ops.shape import RESHAPE
@@ -67,8 +67,8 @@ def check(t, name):
 def recording(t, *others):
     """True when an in-place update of ``t`` that reads ``others`` must be recorded (a
     graph or a forward-mode tangent to update); False when plain NumPy may write in place."""
-    if _dispatch.DUAL_LEVEL and (_dispatch.tangent_of(t) is not None
-                                 or any(_dispatch.tangent_of(o) is not None for o in others)):
+    if STATE.dual_level and (_dual.tangent_of(t) is not None
+                                 or any(_dual.tangent_of(o) is not None for o in others)):
         return True
     return STATE.enabled and (t._requires_grad or any(
         isinstance(o, Tensor) and o._requires_grad for o in others))
@@ -227,7 +227,7 @@ def _view_tangents(root, *more):
     views = _live_views(root)
     for v in {*views, *more}:
         replay = root
-        with _mode.enable_grad():
+        with _state.enable_grad():
             for op, attrs in v._extra["path"]:
                 replay = apply(op, (replay,), attrs)
         v._extra["tangent"] = replay._extra.get("tangent") if replay._extra else None

@@ -15,6 +15,7 @@ import weakref
 
 import numpy as np
 
+from ._dual import node_tangents, with_tangent
 from ._tensor import Tensor, _fill, wrap
 
 _new = object.__new__
@@ -153,7 +154,7 @@ class OpNode(Node):
             self._check_versions()
         plan = self.plan
         n_inputs = 1 if plan.variadic else len(plan.op.inputs)
-        tangents = _tangents_of(self)  # forward-over-reverse: saved values keep tangents
+        tangents = node_tangents(self)  # forward-over-reverse: saved values keep tangents
         args = []
         for slot, value in zip(plan.slots, saved):
             if slot < n_inputs:
@@ -175,9 +176,9 @@ class OpNode(Node):
 
     def _outputs_with_history(self, out, tangents=None):
         if self.nout == 1:
-            return _tangent_on(_fill(_new(Tensor), out, self, 0), tangents and tangents[0])
+            return with_tangent(_fill(_new(Tensor), out, self, 0), tangents and tangents[0])
         diff = self.plan.op.out_diff
-        return tuple(_tangent_on(_fill(_new(Tensor), o, self if i in diff else None, i),
+        return tuple(with_tangent(_fill(_new(Tensor), o, self if i in diff else None, i),
                                  tangents and tangents[i]) for i, o in enumerate(out))
 
     def __dir__(self):
@@ -244,29 +245,10 @@ def _with_history(data, edge, tangent=None):
     """A Tensor holding saved ``data`` whose history is ``edge`` = (node, output_nr)."""
     node, nr = edge
     if node is None:
-        return _tangent_on(wrap(data), tangent)
+        return with_tangent(wrap(data), tangent)
     if type(node) is AccumulateGrad:
         return node.variable
-    return _tangent_on(_fill(_new(Tensor), data, node, nr), tangent)
-
-
-def _tangents_of(node):
-    from . import _dispatch
-
-    if not _dispatch.DUAL_LEVEL:
-        return None
-    entry = _dispatch.NODE_TANGENTS.get(node)
-    if entry is None or entry[0] != _dispatch.DUAL_LEVEL:
-        return None
-    return entry[1], entry[2]
-
-
-def _tangent_on(t, tangent):
-    if tangent is not None:
-        from . import _dispatch
-
-        _dispatch.set_tangent(t, tangent)
-    return t
+    return with_tangent(_fill(_new(Tensor), data, node, nr), tangent)
 
 
 class DelayedError(Node):

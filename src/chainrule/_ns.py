@@ -94,6 +94,24 @@ def register(name, raw, diff):
 _CACHE = {}
 
 
+class _Batching:
+    """Filled by the batching layer (``chainrule._batched``): ``batched`` is its class of
+    batched values, ``namespace()`` the batched namespace."""
+
+    batched = None
+    namespace = None
+
+
+BATCHING = _Batching()
+
+
+def batched():
+    """The batched namespace (rules run on a batch of cotangents or tangents)."""
+    if BATCHING.namespace is None:
+        raise RuntimeError("the batched namespace is not loaded (import chainrule._batched)")
+    return BATCHING.namespace()
+
+
 def differentiable():
     """The namespace of differentiable ops with RAW's names (built once, and again when
     more names are registered)."""

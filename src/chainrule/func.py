@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _dispatch, _mode
+from . import _dispatch, _dual, _state
+from ._state import STATE
 from ._pytree import tree_flatten, tree_unflatten
 from ._tensor import Tensor, wrap
 from .autograd import forward_ad as fwAD
@@ -42,9 +43,9 @@ def _variable(x):
     if x.requires_grad:
         return x.view(x.shape), True
     leaf = wrap(x._data, requires_grad=True)
-    t = _dispatch.tangent_of(x)
+    t = _dual.tangent_of(x)
     if t is not None:
-        _dispatch.set_tangent(leaf, t)
+        _dual.set_tangent(leaf, t)
         return leaf, True
     return leaf, False
 
@@ -111,7 +112,7 @@ def grad_and_value(func, argnums=0, has_aux=False):
     """
 
     def wrapper(*args, **kwargs):
-        with _mode.enable_grad():
+        with _state.enable_grad():
             args, nums, flat, specs, record = _prepare(args, argnums)
             out = func(*args, **kwargs)
             aux = None
@@ -163,7 +164,7 @@ def vjp(func, *primals, has_aux=False):
     """``(func(*primals), vjp_fn)``; ``vjp_fn(cotangents)`` returns one VJP per primal
     (``u^T J``: the shape of that primal), for cotangents shaped like the output pytree.
     With ``has_aux``: ``(output, vjp_fn, aux)``."""
-    with _mode.enable_grad():
+    with _state.enable_grad():
         args, _, flat, specs, record = _prepare(primals, tuple(range(len(primals))))
         out = func(*args)
         aux = None
@@ -180,7 +181,7 @@ def vjp(func, *primals, has_aux=False):
         if not pairs:
             grads = [wrap(np.zeros_like(v._data)) for v in inputs]
         else:
-            with _mode.enable_grad():
+            with _state.enable_grad():
                 grads = _autograd_grad([o for o, _ in pairs], inputs, [c for _, c in pairs],
                                        retain_graph=True, create_graph=record,
                                        allow_unused=True, materialize_grads=True)
@@ -205,7 +206,7 @@ def jvp(func, primals, tangents, *, has_aux=False):
         raise RuntimeError(f"jvp(f, primals, tangents): Expected primals and tangents to have "
                            f"the same length, got {len(primals)} primals and {len(tangents)} "
                            "tangents")
-    if _dispatch.DUAL_LEVEL:
+    if STATE.dual_level:
         raise NotImplementedError(
             "jvp inside another forward-mode transform (jvp, jacfwd, hessian's outer pass) is "
             "not supported: tangents have one level. Differentiate the outer function by "
@@ -266,7 +267,7 @@ def jacrev(func, argnums=0, *, has_aux=False):
     from ._batched import vjp_rows
 
     def wrapper(*args, **kwargs):
-        with _mode.enable_grad():
+        with _state.enable_grad():
             args, nums, flat, specs, record = _prepare(args, argnums)
             out = func(*args, **kwargs)
             aux = None
@@ -308,7 +309,7 @@ def _recorded_rows(outs, inputs, cots):
     cots = [np.asarray(c) for c in cots]  # row by row: the materialized seeds
     total = cots[0].shape[0] if cots else 0
     rows = [[] for _ in inputs]
-    with _mode.enable_grad():
+    with _state.enable_grad():
         for r in range(total):
             pairs = [(o, wrap(c[r])) for o, c in zip(outs, cots) if o.requires_grad]
             grads = _autograd_grad([o for o, _ in pairs], inputs, [c for _, c in pairs],

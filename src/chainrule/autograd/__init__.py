@@ -12,8 +12,9 @@ import numpy as np
 
 from .._dispatch import edge, refresh_view
 from .._engine import run_backward
-from .._mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .._state import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .._node import accumulator
+from .._ns import RAW, differentiable
 from .._tensor import Tensor, wrap
 from . import forward_ad
 from .anomaly import AnomalyError, detect_anomaly, is_anomaly_enabled, set_detect_anomaly
@@ -36,6 +37,11 @@ def _as_tuple(x):
     if x is None:
         return ()
     return tuple(x) if isinstance(x, (tuple, list)) else (x,)
+
+
+def _namespace(create_graph):
+    """The namespace the engine runs the rules with: recorded ops for create_graph."""
+    return differentiable() if create_graph else RAW
 
 
 def _roots(outputs, grad_outputs, create_graph):
@@ -110,7 +116,8 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
             if t._grad_fn is not None:
                 raise NotImplementedError("backward(inputs=...) supports leaf tensors only")
             only.add(accumulator(t))
-    run_backward(roots, seeds, retain_graph=bool(retain_graph or create_graph), only=only,
+    run_backward(roots, seeds, _namespace(create_graph),
+                 retain_graph=bool(retain_graph or create_graph), only=only,
                  create_graph=create_graph)
 
 
@@ -149,7 +156,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
             raise RuntimeError(f"One of the differentiated Tensors (input {i}) does not "
                                "require grad")
         capture.setdefault(edge(t), i)
-    captured = run_backward(roots, seeds, retain_graph=bool(retain_graph or create_graph),
+    captured = run_backward(roots, seeds, _namespace(create_graph),
+                            retain_graph=bool(retain_graph or create_graph),
                             accumulate=False, capture=capture, create_graph=create_graph)
     result = []
     for i, t in enumerate(inputs_t):

@@ -20,7 +20,8 @@ import weakref
 
 import numpy as np
 
-from .. import _dispatch
+from .. import _dispatch, _engine
+from .._state import STATE
 
 __all__ = ["detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled", "AnomalyError"]
 
@@ -39,7 +40,7 @@ class AnomalyError(RuntimeError):
 
 
 def is_anomaly_enabled():
-    return bool(_dispatch.ANOMALY)
+    return bool(STATE.anomaly)
 
 
 class detect_anomaly:
@@ -49,12 +50,12 @@ class detect_anomaly:
         self.check_forward = check_forward
 
     def __enter__(self):
-        self.prev = _dispatch.ANOMALY
-        _dispatch.set_modes(anomaly="forward" if self.check_forward else "backward")
+        self.prev = STATE.anomaly
+        STATE.set_modes(anomaly="forward" if self.check_forward else "backward")
         return self
 
     def __exit__(self, *exc):
-        _dispatch.set_modes(anomaly=self.prev)
+        STATE.set_modes(anomaly=self.prev)
         return False
 
     def __call__(self, fn):
@@ -76,8 +77,8 @@ class set_detect_anomaly(detect_anomaly):
     def __enter__(self):
         if self.mode:
             return super().__enter__()
-        self.prev = _dispatch.ANOMALY
-        _dispatch.set_modes(anomaly=False)
+        self.prev = STATE.anomaly
+        STATE.set_modes(anomaly=False)
         return self
 
 
@@ -111,15 +112,22 @@ def _what(value):
     return f"{n_nan} NaN and {n_inf} Inf of {a.size} entries"
 
 
+def _after_op(op, inputs, datas, attrs, out, result):
+    """The dispatcher's hook: in anomaly mode, check each op's outputs."""
+    if STATE.anomaly:
+        first = result if op.nout == 1 else result[0]
+        check_forward(op, datas, out, first._grad_fn)
+
+
 def check_forward(op, datas, out, node):
-    """Called by the dispatcher after every op in anomaly mode."""
+    """Called after every op in anomaly mode."""
     where = user_frame()
     names = [f"{op.inputs[0]}[{k}]" for k in range(len(datas[0]))] if op.variadic \
         else op.inputs
     inputs = datas[0] if op.variadic else datas
     if node is not None:
         CREATED_AT[node] = (where, _describe(inputs, names))
-    if _dispatch.ANOMALY != "forward":
+    if STATE.anomaly != "forward":
         return
     outs = (out,) if op.nout == 1 else out
     phase = "backward" if IN_BACKWARD[0] else "forward"
@@ -172,3 +180,20 @@ def _input_names(node):
     if op.variadic:
         return [f"{op.inputs[0]}[{i}]" for i in range(len(node.next_functions))]
     return list(op.inputs)
+
+
+class _InBackward:
+    """The engine's hook around a backward pass: ops that run inside it belong to the
+    backward pass (for the messages)."""
+
+    def __enter__(self):
+        IN_BACKWARD[0] += 1
+
+    def __exit__(self, *exc):
+        IN_BACKWARD[0] -= 1
+        return False
+
+
+_dispatch.AFTER_OP.append(_after_op)
+_engine.HOOKS.check_node = check_backward
+_engine.HOOKS.in_backward = _InBackward

@@ -21,7 +21,9 @@ import itertools
 
 import numpy as np
 
-from .. import _dispatch
+from .. import _dispatch, _ns
+from .._dual import NODE_TANGENTS, set_tangent, tangent_of
+from .._state import STATE
 from .._tensor import Tensor, check_grad_dtype, wrap
 
 __all__ = ["dual_level", "make_dual", "unpack_dual", "UnpackedDualTensor", "enter_dual_level",
@@ -34,16 +36,16 @@ UnpackedDualTensor = collections.namedtuple("UnpackedDualTensor", ["primal", "ta
 
 def enter_dual_level():
     """Start a dual level; returns its id. Only one level at a time (as in PyTorch)."""
-    if _dispatch.DUAL_LEVEL:
+    if STATE.dual_level:
         raise RuntimeError("a dual level is already active; nested levels are not supported")
-    _dispatch.set_modes(dual_level=next(_ids))
-    return _dispatch.DUAL_LEVEL
+    STATE.set_modes(dual_level=next(_ids))
+    return STATE.dual_level
 
 
 def exit_dual_level(*, level=None):
     """End the active dual level: the tangents made in it are no longer seen."""
-    _dispatch.set_modes(dual_level=0)
-    _dispatch.NODE_TANGENTS.clear()
+    STATE.set_modes(dual_level=0)
+    NODE_TANGENTS.clear()
 
 
 class dual_level:
@@ -58,7 +60,7 @@ class dual_level:
 
 
 def _require_level(what):
-    if not _dispatch.DUAL_LEVEL:
+    if not STATE.dual_level:
         raise RuntimeError(f"{what} must be called inside `with dual_level():`")
 
 
@@ -79,22 +81,83 @@ def make_dual(tensor, tangent, *, level=None):
                            f"shape {tuple(tensor.shape)}; they must match")
     check_grad_dtype(t.dtype, "tangent")
     dual = _plain_view(tensor)
-    _dispatch.set_tangent(dual, np.array(t, dtype=tensor.dtype))
+    set_tangent(dual, np.array(t, dtype=tensor.dtype))
     return dual
 
 
 def _plain_view(tensor):
     """A view of ``tensor`` with its history and no tangent."""
-    level = _dispatch.DUAL_LEVEL
-    _dispatch.set_modes(dual_level=0)
+    level = STATE.dual_level
+    STATE.set_modes(dual_level=0)
     try:
         return tensor.view(tensor.shape)
     finally:
-        _dispatch.set_modes(dual_level=level)
+        STATE.set_modes(dual_level=level)
 
 
 def unpack_dual(tensor, *, level=None):
     """``(primal, tangent)`` of ``tensor``: a view without the tangent, and the tangent as
     a Tensor (None when ``tensor`` carries none at the active level)."""
-    t = _dispatch.tangent_of(tensor)
+    t = tangent_of(tensor)
     return UnpackedDualTensor(_plain_view(tensor), None if t is None else wrap(t))
+
+
+def _tangent(op, inputs, datas, attrs, out, result):
+    """The dispatcher's hook in forward mode: the output tangent from the op's JVP rules,
+    summed over the inputs that carry a tangent."""
+    if not STATE.dual_level:
+        return
+    ts = [tangent_of(x) for x in inputs]
+    if all(t is None for t in ts):
+        return
+    # A batch of tangents (jacfwd: one per column) runs the same rules on the batched
+    # namespace; the output tangent is then batched too.
+    batched = _ns.BATCHING.batched
+    is_batched = batched is not None and any(isinstance(t, batched) for t in ts)
+    F = _ns.batched() if is_batched else _ns.RAW
+
+    def args(params, pool):
+        return [pool[op.pool.index(p)] for p in params]
+
+    shapes = [np.shape(d) for d in datas]
+    if op.variadic:
+        fn, params = _jvp_rule(op, 0)
+        t_out = fn(F, ts, *args(params, (datas, out, *attrs, shapes)))
+    else:
+        pool = (*datas, out, *attrs, *shapes)
+        t_out = None
+        for i, t in enumerate(ts):
+            if t is None:
+                continue
+            fn, params = _jvp_rule(op, i)
+            part = fn(F, t, *args(params, pool))
+            t_out = part if t_out is None else _add_tangents(t_out, part)
+    outs = (result,) if op.nout == 1 else result
+    parts = (t_out,) if op.nout == 1 else (t_out or (None,) * op.nout)
+    for r, o, part in zip(outs, (out,) if op.nout == 1 else out, parts):
+        if part is not None and np.asarray(o).dtype.kind == "f":
+            dtype = np.asarray(o).dtype
+            if is_batched and isinstance(part, batched):
+                set_tangent(r, batched(part.rows(np.shape(o), dtype)))
+            else:
+                set_tangent(r, np.array(np.broadcast_to(part, np.shape(o)), dtype=dtype))
+    node = outs[0]._grad_fn
+    if node is not None:
+        NODE_TANGENTS[node] = (STATE.dual_level, ts, [tangent_of(r) for r in outs])
+
+
+def _jvp_rule(op, i):
+    rule = op.jvp_rules.get(op.inputs[i])
+    if rule is None:
+        raise NotImplementedError(
+            f"forward-mode AD: {op.name} has no JVP rule for its input {op.inputs[i]!r}")
+    return rule
+
+
+def _add_tangents(a, b):
+    if isinstance(a, tuple):
+        return tuple(y if x is None else x if y is None else x + y for x, y in zip(a, b))
+    return a + b
+
+
+_dispatch.AFTER_OP.append(_tangent)

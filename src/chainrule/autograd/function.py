@@ -18,7 +18,8 @@ import weakref
 
 import numpy as np
 
-from .. import _dispatch, _mode
+from .. import _dispatch, _dual, _state
+from .._state import STATE
 from .._node import FREED, DelayedError, Node
 from .._tensor import Tensor, _fill, wrap
 from . import anomaly
@@ -66,7 +67,7 @@ class FunctionCtx:
                     f"{v[1]} instead."
                 )
         outputs = self._saved_outputs
-        if outputs and _mode.STATE.enabled and self._node is not None \
+        if outputs and _state.STATE.enabled and self._node is not None \
                 and self._node() is not None:
             # In a recorded backward (create_graph=True) a saved output comes back as the
             # output: with this Function's node as its grad_fn, so a backward that uses it
@@ -123,7 +124,7 @@ class FunctionNode(Node):
         if _jvp_only(fn):
             result = _backward_from_jvp(self, args, create_graph=False)
         else:
-            with _mode.no_grad():
+            with _state.no_grad():
                 result = fn.backward(ctx, *args)
         return self._check(result)
 
@@ -145,7 +146,7 @@ class FunctionNode(Node):
         if _jvp_only(fn):
             result = _backward_from_jvp(self, args, create_graph=True)
         else:
-            with _mode.set_grad_enabled(not self.once):
+            with _state.set_grad_enabled(not self.once):
                 result = fn.backward(ctx, *args)
         checked = self._check(result, keep_tensors=True)
         # The inputs of this node require grad, so a gradient without history cannot be
@@ -224,12 +225,13 @@ def _backward_from_jvp(node, grad_outputs, create_graph):
     """
     from .._dispatch import edge
     from .._engine import run_backward
+    from .._ns import RAW, differentiable
 
     fn, ctx = node.fn, node.ctx
     tangents = [None if meta is None or edge_ is None else
                 wrap(np.zeros(meta[0], dtype=meta[1]), requires_grad=True)
                 for meta, (edge_, _) in zip(node.input_meta, node.next_functions)]
-    with _mode.enable_grad():
+    with _state.enable_grad():
         out = fn.jvp(ctx, *tangents)
     outs = out if isinstance(out, tuple) else (out,)
     roots, seeds = [], []
@@ -242,7 +244,8 @@ def _backward_from_jvp(node, grad_outputs, create_graph):
     if not roots or not live:
         return tuple(result)
     capture = {edge(t): k for k, (_, t) in enumerate(live)}
-    got = run_backward(roots, seeds, retain_graph=create_graph, accumulate=False,
+    got = run_backward(roots, seeds, differentiable() if create_graph else RAW,
+                       retain_graph=create_graph, accumulate=False,
                        capture=capture, create_graph=create_graph)
     for k, (i, _) in enumerate(live):
         g = got[k] if k < len(got) else None
@@ -308,10 +311,10 @@ class Function(metaclass=FunctionMeta):
     @classmethod
     def apply(cls, *args, **kwargs):
         needs = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
-        record = any(needs) and _mode.STATE.enabled
+        record = any(needs) and _state.STATE.enabled
         ctx = FunctionCtx(needs)
         ctx._name = cls.__name__
-        with _mode.no_grad():
+        with _state.no_grad():
             result = cls.forward(ctx, *args, **kwargs)
         single = not isinstance(result, tuple)
         outputs = (result,) if single else result
@@ -319,7 +322,7 @@ class Function(metaclass=FunctionMeta):
             if o is not None and not isinstance(o, Tensor):
                 raise TypeError(f"{cls.__name__}.forward returned a {type(o).__name__} as "
                                 f"output {i}; outputs must be Tensors")
-        if _dispatch.DUAL_LEVEL:
+        if STATE.dual_level:
             result = _forward_mode(cls, ctx, args, result, single)
             outputs = (result,) if single else result
         if not record:
@@ -355,7 +358,7 @@ class Function(metaclass=FunctionMeta):
             meta.append((o.shape, o.dtype))
         node.output_meta = tuple(meta)
         node.nout = len(meta)
-        if _dispatch.ANOMALY:  # the user's line, for a NaN found in its backward
+        if STATE.anomaly:  # the user's line, for a NaN found in its backward
             anomaly.record_function_node(node, args)
         saved_outputs = {i: nr for i, t in enumerate(ctx._saved) for nr, o in enumerate(outputs)
                          if t is not None and t is o and wrapped[nr]._grad_fn is node}
@@ -367,7 +370,7 @@ class Function(metaclass=FunctionMeta):
 
 def _forward_mode(cls, ctx, args, result, single):
     """Attach output tangents from ``cls.jvp(ctx, *input_tangents)`` when inputs are duals."""
-    tangents = [_dispatch.tangent_of(a) for a in args]
+    tangents = [_dual.tangent_of(a) for a in args]
     if all(t is None for t in tangents):
         return result
     if any(type(t).__name__ in ("Batched", "DiagBatched") for t in tangents):
@@ -380,7 +383,7 @@ def _forward_mode(cls, ctx, args, result, single):
             f"jvp(ctx, *tangents) returning the output tangent(s); {cls.__name__} defines only "
             "forward and backward"
         )
-    with _mode.no_grad():
+    with _state.no_grad():
         out_t = cls.jvp(ctx, *[None if t is None else wrap(t) for t in tangents])
     outs = (result,) if single else result
     out_t = (out_t,) if single else tuple(out_t)
@@ -391,7 +394,7 @@ def _forward_mode(cls, ctx, args, result, single):
             continue
         o = wrap(o._data) if o._extra is None else o
         o._extra = dict(o._extra or {})
-        _dispatch.set_tangent(o, np.array(t._data if isinstance(t, Tensor) else t, dtype=o.dtype))
+        _dual.set_tangent(o, np.array(t._data if isinstance(t, Tensor) else t, dtype=o.dtype))
         fresh.append(o)
     return fresh[0] if single else tuple(fresh)
 

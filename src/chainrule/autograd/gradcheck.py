@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import _mode
+from .. import _state
 from .._tensor import Tensor, wrap
 from . import diagnose as _diag
 
@@ -285,7 +285,7 @@ def _evaluate(fn, inputs, i, point):
 
 def _numerical(fn, inputs, i, dirs, eps, progress=None):
     columns = None
-    with _mode.no_grad():
+    with _state.no_grad():
         for k in range(dirs.size):
             plus, minus, denom = dirs.column(k, eps)
             vals = (_evaluate(fn, inputs, i, plus), _evaluate(fn, inputs, i, minus))
@@ -643,7 +643,7 @@ def _fast(fn, inputs, diff, dirs, eps, atol, rtol):
                  retain_graph=False, allow_unused=True)
     u1 = sum(float(np.abs(u).sum()) for u in us)
     results = []
-    with _mode.no_grad():
+    with _state.no_grad():
         for i, g in zip(diff, grads):
             c = rng.standard_normal(dirs[i].size)
             c /= np.linalg.norm(c) or 1.0
@@ -889,7 +889,7 @@ def gradgradcheck(fn, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e
     def vjp(*args):
         # The numerical Jacobian calls this under no_grad with perturbed copies: make them
         # leaves that require grad, so the inner VJP exists.
-        with _mode.enable_grad():
+        with _state.enable_grad():
             xs = [x.detach().requires_grad_(True) if i in diff and not x._requires_grad else x
                   for i, x in enumerate(args[:n])]
             us = args[n:]

@@ -35,7 +35,7 @@ import functools
 import numpy as np
 import scipy.sparse.linalg as spla
 
-from .. import _mode
+from .. import _state
 from .._tensor import Tensor, wrap
 from .function import Function
 
@@ -90,7 +90,7 @@ class ImplicitRoot(Function):
         params = [p.detach().requires_grad_(True) if need else p
                   for p, need in zip(params, needs)]
         xd = x.detach().requires_grad_(True)
-        with _mode.enable_grad():
+        with _state.enable_grad():
             r = _residual(ctx.F, xd, params)
         if not r._requires_grad:  # F depends on neither x nor a param needing a gradient
             r = None

@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import _mode
+from .. import _state
 from .._tensor import Tensor, wrap
 from . import forward_ad
 from .function import Function
@@ -350,7 +350,7 @@ def _diff_outputs(outputs):
 def _numerical(cls, inputs, diff, eps):
     """Central-difference Jacobians ``{(j, i): (out size, in size)}`` of ``cls.apply``."""
     result = {}
-    with _mode.no_grad():
+    with _state.no_grad():
         for i in diff:
             base = np.array(inputs[i]._data, dtype=np.float64)
             flat = base.reshape(-1)
@@ -529,7 +529,7 @@ def _check_outputs(cls, make, diff, names, rng, state):
     snap = {k: (np.array(v._data if isinstance(v, Tensor) else v),
                 v._vc[0] if isinstance(v, Tensor) else None) for k, v in watched.items()}
     try:
-        with _mode.no_grad():
+        with _state.no_grad():
             returned = cls.backward(ctx, *grads_in)
     except Exception as err:
         msg = f"backward raised {type(err).__name__}: {err}"
@@ -960,7 +960,7 @@ def validate(function, *example_inputs, teach=False, eps=None, atol=None, rtol=N
         what = (f"Tensor {x.dtype} {tuple(x.shape)}, {role}" if isinstance(x, Tensor)
                 else f"{type(x).__name__} {x!r}"[:60] + ", passed as is")
         result.inputs.append(f"{names[i]}: {what}")
-    with _mode.enable_grad():  # the checks record graphs even when called under no_grad
+    with _state.enable_grad():  # the checks record graphs even when called under no_grad
         _run_checks(function, make, diff, names, rng, result, teach=teach, double=double,
                     plot=plot)
     if verbose:

@@ -32,7 +32,8 @@ import collections
 import numpy as np
 from scipy.linalg import get_lapack_funcs
 
-from .. import _dispatch, _mode
+from .. import _dispatch, _dual, _state
+from .._state import STATE
 from .._dispatch import ShapeError, apply
 from .._ns import RAW, register
 from .._table import defop, documented
@@ -671,10 +672,10 @@ def _needs_grad(A):
     and recorded, as PyTorch's ``_may_require_fw_or_bw_grad``."""
     if not isinstance(A, Tensor):
         return False
-    if A._requires_grad and _mode.STATE.enabled:
+    if A._requires_grad and _state.STATE.enabled:
         return True
-    tangent_of = getattr(_dispatch, "tangent_of", None)
-    return bool(getattr(_dispatch, "DUAL_LEVEL", 0)) and tangent_of(A) is not None
+    tangent_of = _dual.tangent_of
+    return bool(STATE.dual_level) and tangent_of(A) is not None
 
 
 @documented(CHOLESKY)

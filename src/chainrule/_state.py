@@ -1,6 +1,13 @@
-"""Thread-local grad mode: ``no_grad``, ``enable_grad``, ``set_grad_enabled``.
+"""The thread-local state of autodiff: grad mode, the forward-mode level, the anomaly flag.
 
-The dispatcher reads ``STATE.enabled`` once per op; when it is False no graph is recorded.
+One object per thread, :data:`STATE`, holds all three, so that two threads can run
+``no_grad``, forward mode or ``detect_anomaly`` independently. The dispatcher reads one
+attribute per op, ``STATE.flags``: bit :data:`GRAD` is grad mode (record a graph), bit
+:data:`SLOW` says that forward mode or anomaly mode is on (run the hooks registered by
+those higher layers after each op). The setters below keep the flags in step.
+
+Also here: the grad-mode context managers ``no_grad``, ``enable_grad``,
+``set_grad_enabled`` (PyTorch's names and semantics).
 """
 
 from __future__ import annotations
@@ -11,8 +18,35 @@ import sys
 import threading
 
 
+GRAD = 1  # STATE.flags bit: grad mode is on
+SLOW = 2  # STATE.flags bit: a forward-mode level or anomaly mode is active
+
+
 class _State(threading.local):
-    enabled = True
+    """Per-thread autodiff state (a new thread starts with grad mode on, no dual level,
+    no anomaly mode, as in PyTorch)."""
+
+    def __init__(self):
+        self.flags = GRAD
+        self.dual_level = 0  # the active forward-mode level (0: none)
+        self.anomaly = False  # "forward" or "backward" inside detect_anomaly()
+
+    @property
+    def enabled(self):
+        return bool(self.flags & GRAD)
+
+    @enabled.setter
+    def enabled(self, mode):
+        self.flags = (self.flags | GRAD) if mode else (self.flags & ~GRAD)
+
+    def set_modes(self, dual_level=None, anomaly=None):
+        """Change the forward-mode level and/or the anomaly mode, keeping SLOW in step."""
+        if dual_level is not None:
+            self.dual_level = dual_level
+        if anomaly is not None:
+            self.anomaly = anomaly
+        slow = SLOW if (self.dual_level or self.anomaly) else 0
+        self.flags = (self.flags & ~SLOW) | slow
 
 
 STATE = _State()
@@ -29,7 +63,7 @@ class _GradMode:
     Works as ``with no_grad():``, ``@no_grad()`` and bare ``@no_grad``.
     """
 
-    _mode = True
+    _state = True
 
     def __new__(cls, *args):
         self = super().__new__(cls)
@@ -39,7 +73,7 @@ class _GradMode:
 
     def __enter__(self):
         self._prev = STATE.enabled
-        STATE.enabled = self._mode
+        STATE.enabled = self._state
         return self
 
     def __exit__(self, *exc):
@@ -47,7 +81,7 @@ class _GradMode:
         return False
 
     def __call__(self, fn):
-        mode = self._mode
+        mode = self._state
         if inspect.isgeneratorfunction(fn):
             return _generator_in_mode(fn, mode)
 
@@ -114,13 +148,13 @@ class no_grad(_GradMode):
     Works as ``with no_grad():`` and as a decorator ``@no_grad()``.
     """
 
-    _mode = False
+    _state = False
 
 
 class enable_grad(_GradMode):
     """Re-enable graph recording inside a ``no_grad`` block."""
 
-    _mode = True
+    _state = True
 
 
 class set_grad_enabled(_GradMode):
@@ -128,9 +162,9 @@ class set_grad_enabled(_GradMode):
     and is undone at the end of a ``with`` block."""
 
     def __init__(self, mode: bool):
-        self._mode = bool(mode)
+        self._state = bool(mode)
         self._prev = STATE.enabled
-        STATE.enabled = self._mode
+        STATE.enabled = self._state
 
     def __enter__(self):
         return self
