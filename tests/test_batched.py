@@ -15,7 +15,7 @@ import pytest
 import chainrule as cr
 import chainrule.autograd.forward_ad as fwAD
 import chainrule.linalg  # noqa: F401  (registers its helpers in the rule namespace)
-from chainrule import _batched, _dispatch, _dual
+from chainrule import _batched, _dual
 from chainrule._batched import BATCHED, Batched, jvp_columns, namespace, vjp_rows
 from chainrule._engine import run_backward
 from chainrule._node import accumulator

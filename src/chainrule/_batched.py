@@ -35,7 +35,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from . import _dispatch, _dual, _ns
+from . import _dual, _ns
 from ._ns import RAW, _prod_others
 from ._state import STATE
 from ._tensor import Tensor, wrap
@@ -913,7 +913,6 @@ def jvp_columns(fn, primals, tangents):
     Raises RuntimeError inside an active dual level (nested forward transforms). Where the
     batched pass cannot run (a custom Function), or fails, ``fn`` runs once per column.
     """
-    from . import _dispatch
     from .autograd import forward_ad as fwAD
 
     primals = [p if isinstance(p, Tensor) else wrap(np.asarray(p)) for p in primals]
@@ -948,7 +947,6 @@ def jvp_columns(fn, primals, tangents):
 
 def _jvp_columns_one_by_one(fn, primals, tans, cause=None):
     """B forward passes; ``cause`` is why the batched pass did not run (for debugging)."""
-    from . import _dispatch
     from .autograd import forward_ad as fwAD
 
     first, columns = None, []

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _dispatch, _dual, _state
+from . import _dual, _state
 from ._dispatch import apply, refresh_view
 from ._state import STATE
 from ._tensor import Tensor, wrap

@@ -17,7 +17,6 @@ import inspect
 import sys
 import threading
 
-
 GRAD = 1  # STATE.flags bit: grad mode is on
 SLOW = 2  # STATE.flags bit: a forward-mode level or anomaly mode is active
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _dispatch, _dual, _state
-from ._state import STATE
+from . import _dual, _state
 from ._pytree import tree_flatten, tree_unflatten
+from ._state import STATE
 from ._tensor import Tensor, wrap
 from .autograd import forward_ad as fwAD
 from .autograd import grad as _autograd_grad

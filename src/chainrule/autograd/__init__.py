@@ -12,9 +12,9 @@ import numpy as np
 
 from .._dispatch import edge, refresh_view
 from .._engine import run_backward
-from .._state import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .._node import accumulator
 from .._ns import RAW, differentiable
+from .._state import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .._tensor import Tensor, wrap
 from . import forward_ad
 from .anomaly import AnomalyError, detect_anomaly, is_anomaly_enabled, set_detect_anomaly

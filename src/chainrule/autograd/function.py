@@ -19,8 +19,8 @@ import weakref
 import numpy as np
 
 from .. import _dispatch, _dual, _state
-from .._state import STATE
 from .._node import FREED, DelayedError, Node
+from .._state import STATE
 from .._tensor import Tensor, _fill, wrap
 from . import anomaly
 

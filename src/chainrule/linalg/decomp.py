@@ -32,10 +32,10 @@ import collections
 import numpy as np
 from scipy.linalg import get_lapack_funcs
 
-from .. import _dispatch, _dual, _state
-from .._state import STATE
+from .. import _dual, _state
 from .._dispatch import ShapeError, apply
 from .._ns import RAW, register
+from .._state import STATE
 from .._table import defop, documented
 from .._tensor import Tensor, wrap
 
