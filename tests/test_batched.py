@@ -15,12 +15,14 @@ import pytest
 import chainrule as cr
 import chainrule.autograd.forward_ad as fwAD
 import chainrule.linalg  # noqa: F401  (registers its helpers in the rule namespace)
-from chainrule import _batched, _dual
-from chainrule._batched import BATCHED, Batched, jvp_columns, namespace, vjp_rows
+from chainrule import _dual
+from chainrule._batched import BATCHED, Batched, namespace
 from chainrule._engine import run_backward
 from chainrule._node import accumulator
 from chainrule._ns import RAW
 from chainrule.autograd import Function, grad
+from chainrule.autograd import batched as rows_module
+from chainrule.autograd.batched import jvp_columns, vjp_rows
 from samples import SAMPLES
 
 B = 3
@@ -39,8 +41,8 @@ def strict(monkeypatch):
         raise AssertionError("the batched pass failed (the exception above) and fell back "
                              "to one pass per row/column") from args[-1]
 
-    monkeypatch.setattr(_batched, "_vjp_rows_one_by_one", fail)
-    monkeypatch.setattr(_batched, "_jvp_columns_one_by_one", fail)
+    monkeypatch.setattr(rows_module, "_vjp_rows_one_by_one", fail)
+    monkeypatch.setattr(rows_module, "_jvp_columns_one_by_one", fail)
 
 
 def _float_outputs(result):

@@ -15,7 +15,7 @@ import weakref
 
 import numpy as np
 
-from . import _state
+from . import _state, _table
 from ._node import MultiOpNode, OpNode, accumulator
 from ._tensor import Tensor, _fill
 
@@ -439,3 +439,6 @@ def _after(op, inputs, datas, attrs, out, result):
     """The slow path after an op: the hooks of forward mode and anomaly mode."""
     for hook in AFTER_OP:
         hook(op, inputs, datas, attrs, out, result)
+
+
+_table.DISPATCHER.make_call = make_call

@@ -172,7 +172,7 @@ def _walk(roots, seeds, retain_graph, accumulate, capture, only, F, kind):
         g = pop(node, None)
         if node.pre_hooks or node in capture_nodes:
             if node.pre_hooks and batched_ns is not None:
-                raise NotImplementedError(_unbatchable(node, "has a hook"))
+                raise Unbatchable(_unbatchable(node, "has a hook"))
             before = g
             g = _hooks_and_capture(node, g, capture_nodes, capture, captured)
             if g is not before:
@@ -212,7 +212,7 @@ def _walk(roots, seeds, retain_graph, accumulate, capture, only, F, kind):
                 input_grads = None
             else:
                 if batched_ns is not None and type(node) is not MultiOpNode:
-                    raise NotImplementedError(_unbatchable(node, None))
+                    raise Unbatchable(_unbatchable(node, None))
                 input_grads = node._vjp_graph(g, F) if graph else node._vjp(g, F)
             if not retain_graph:
                 node._release()
@@ -247,6 +247,11 @@ def _walk(roots, seeds, retain_graph, accumulate, capture, only, F, kind):
             if count == 0:
                 make_ready(child)
     return captured
+
+
+class Unbatchable(NotImplementedError):
+    """A batched backward (or forward) pass met a node that takes one cotangent (tangent)
+    at a time: a custom Function or a hook. The message names it."""
 
 
 def _unbatchable(node, why):

@@ -294,3 +294,62 @@ def accumulator(t):
             acc.pre_hooks = {0: t._extra["hooks"]}
         t._acc = weakref.ref(acc)
     return acc
+
+
+class _TensorGraphMethods:
+    """Tensor methods that reach into the graph (installed on Tensor below: the tensor
+    layer does not import the node layer)."""
+
+    def retain_grad(self):
+        """Keep ``.grad`` for this non-leaf tensor after backward (leaves always keep it)."""
+        if self._grad_fn is None:
+            if not self._requires_grad:
+                raise RuntimeError("can't retain_grad on a tensor that has requires_grad=False")
+            return
+        if self.retains_grad:
+            return
+        ref = weakref.ref(self)
+
+        def keep(grad):
+            t = ref()
+            if t is not None:
+                t._grad = (wrap(np.array(grad._data)) if t._grad is None
+                           else wrap(t._grad._data + grad._data))
+            return None
+
+        keep.retains_grad = True  # run after the other hooks, as PyTorch 2 does
+        handle = []
+
+        def attach(t):
+            # Called again when an in-place update gives t a new grad_fn: .grad is then
+            # the gradient of t's current value, as in PyTorch.
+            if handle:
+                handle.pop().remove()
+            handle.append(t._grad_fn._add_pre_hook(t._output_nr, keep))
+
+        attach(self)
+        self._extra_set("retains_grad", attach)
+
+    @property
+    def retains_grad(self):
+        return bool(self._extra and self._extra.get("retains_grad"))
+
+    def register_hook(self, hook):
+        """Register ``hook(grad) -> Tensor or None`` to run when this tensor's gradient is
+        computed; a returned tensor replaces the gradient. Returns a handle with ``remove()``.
+        """
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self._grad_fn is None:
+            # Kept on the leaf itself: its AccumulateGrad node is rebuilt for each graph.
+            if self._extra is None or "hooks" not in self._extra:
+                self._extra_set("hooks", [])
+            hooks = self._extra["hooks"]
+            hooks.append(hook)
+            accumulator(self).pre_hooks = {0: hooks}
+            return _Handle(hooks, hook)
+        return self._grad_fn._add_pre_hook(self._output_nr, hook)
+
+
+for _name in ("retain_grad", "retains_grad", "register_hook"):
+    setattr(Tensor, _name, _TensorGraphMethods.__dict__[_name])

@@ -26,6 +26,16 @@ from operator import itemgetter
 TABLE: dict[str, "Op"] = {}
 
 
+class _Dispatcher:
+    """Filled by the dispatcher (``chainrule._dispatch``, the layer above): ``make_call(op)``
+    builds the function that runs an op and records its node."""
+
+    make_call = None
+
+
+DISPATCHER = _Dispatcher()
+
+
 class Rule:
     """A rule with explicit parameter names, for rules built by a factory (elementwise ops)."""
 
@@ -244,9 +254,7 @@ def defop(
         raise ValueError(f"defop({name!r}): no VJP rule for inputs {missing}")
     # Plans by mask; a variadic op has one plan (its rule computes every cotangent).
     op.plans = [None] * (2 if variadic else 2 ** len(op.inputs))
-    from ._dispatch import make_call
-
-    op.call = make_call(op)
+    op.call = DISPATCHER.make_call(op)
     TABLE[name] = op
     return op
 

@@ -264,7 +264,7 @@ def jacrev(func, argnums=0, *, has_aux=False):
 
     All rows come from one backward pass with a batch of one-hot cotangents.
     """
-    from ._batched import vjp_rows
+    from .autograd.batched import vjp_rows
 
     def wrapper(*args, **kwargs):
         with _state.enable_grad():
@@ -323,7 +323,7 @@ def _recorded_rows(outs, inputs, cots):
 def jacfwd(func, argnums=0, *, has_aux=False):
     """``f -> J f`` by forward mode, with the same layout as :func:`jacrev`. All columns
     come from one forward pass with a batch of one-hot tangents."""
-    from ._batched import jvp_columns
+    from .autograd.batched import jvp_columns
 
     def wrapper(*args, **kwargs):
         args = list(args)

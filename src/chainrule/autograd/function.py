@@ -19,6 +19,7 @@ import weakref
 import numpy as np
 
 from .. import _dispatch, _dual, _state
+from .._engine import Unbatchable
 from .._node import FREED, DelayedError, Node
 from .._state import STATE
 from .._tensor import Tensor, _fill, wrap
@@ -376,7 +377,7 @@ def _forward_mode(cls, ctx, args, result, single):
     if any(type(t).__name__ in ("Batched", "DiagBatched") for t in tangents):
         # A user's jvp takes one tangent per input; chainrule.func then runs one column at a
         # time instead of a batch.
-        raise NotImplementedError(f"{cls.__name__}.jvp cannot take a batch of tangents")
+        raise Unbatchable(f"{cls.__name__}.jvp cannot take a batch of tangents")
     if cls.jvp is Function.jvp:
         raise RuntimeError(
             f"forward-mode AD through {cls.__name__} needs a static method "

@@ -342,7 +342,7 @@ def analytic_jacobian(outputs, inputs, diff_inputs):
         ``{(output, input): array of shape (output size, input size)}`` for the outputs
         that require grad.
     """
-    from . import grad
+    from ._grad import grad
 
     result = {}
     for j, y in enumerate(outputs):
@@ -628,7 +628,7 @@ def _compare(fn, inputs, diff, dirs, eps, atol, rtol, progress=False, only=None)
 def _fast(fn, inputs, diff, dirs, eps, atol, rtol):
     """One random projection ``u^T J v`` per input: one VJP and two evaluations per input.
     Returns ``[(input, analytic, numerical, tolerance, ok)]``."""
-    from . import grad
+    from ._grad import grad
 
     rng = np.random.default_rng(0)
     outputs = _outputs(fn, inputs)
@@ -872,7 +872,7 @@ def gradgradcheck(fn, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e
         ``raise_exception=False``) naming the failing pairs as gradcheck does; the input
         indices count the original inputs first, then the grad_outputs.
     """
-    from . import grad
+    from ._grad import grad
 
     inputs = _tuple(inputs)
     diff = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x._requires_grad]

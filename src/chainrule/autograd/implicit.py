@@ -82,7 +82,7 @@ class ImplicitRoot(Function):
 
     @staticmethod
     def backward(ctx, g):
-        from . import grad
+        from ._grad import grad
 
         x, *saved = ctx.saved_tensors
         needs = ctx.needs_input_grad[1:]

@@ -34,7 +34,6 @@ from scipy.linalg import get_lapack_funcs
 
 from .. import _dual, _state
 from .._dispatch import ShapeError, apply
-from .._ns import RAW, register
 from .._state import STATE
 from .._table import defop, documented
 from .._tensor import Tensor, wrap
@@ -49,56 +48,6 @@ class LinAlgError(np.linalg.LinAlgError, RuntimeError):
 
 
 # --- helpers of the rule namespace ----------------------------------------------------
-
-
-def _solve_triangular(A, B, *, upper, left=True, unitriangular=False):
-    """``X`` with ``A X = B`` (``left``) or ``X A = B``, ``A`` triangular; torch's signature.
-
-    Only the named triangle of ``A`` is read. One LAPACK ``trtrs`` call when ``A`` is a
-    single matrix (the batch of ``B`` folded into columns); a batched LU solve of the masked
-    triangle otherwise.
-    """
-    A = np.asarray(A)
-    B = np.asarray(B)
-    if not left:  # X A = B  <=>  A^T X^T = B^T
-        X = _solve_triangular(np.swapaxes(A, -1, -2), np.swapaxes(B, -1, -2), upper=not upper,
-                              unitriangular=unitriangular)
-        return np.swapaxes(X, -1, -2)
-    if A.size == 0 or B.size == 0:  # 0x0 systems (PyTorch allows them): an empty solution
-        shape = np.broadcast_shapes(A.shape[:-2], B.shape[:-2]) + B.shape[-2:]
-        return np.zeros(shape, np.result_type(A.dtype, B.dtype))
-    T = np.triu(A) if upper else np.tril(A)
-    if unitriangular:
-        T = T.copy()
-        np.einsum("...ii->...i", T)[...] = 1
-    n = T.shape[-1]
-    if T.ndim == 2 and T.dtype in (np.float32, np.float64) and B.dtype == T.dtype:
-        cols = np.moveaxis(B, -2, 0).reshape(n, -1)
-        (trtrs,) = get_lapack_funcs(("trtrs",), (T, cols))
-        X, info = trtrs(T, cols, lower=not upper, unitdiag=unitriangular)
-        if info > 0:
-            raise LinAlgError(f"solve_triangular: the triangular matrix is singular (its "
-                              f"diagonal entry {info} is zero)")
-        moved = np.moveaxis(B, -2, 0).shape
-        return np.moveaxis(X.reshape(moved), 0, -2)
-    return np.linalg.solve(T, B)
-
-
-def _solve_triangular_differentiable(A, B, *, upper, left=True, unitriangular=False):
-    from .. import linalg
-
-    fn = getattr(linalg, "solve_triangular", None)
-    if fn is None:
-        raise NotImplementedError(
-            "differentiating through the backward of cholesky or qr (higher-order "
-            "derivatives) needs a differentiable chainrule.linalg.solve_triangular, which is "
-            "not available"
-        )
-    return fn(A, B, upper=upper, left=left, unitriangular=unitriangular)
-
-
-if not hasattr(RAW, "solve_triangular"):
-    register("solve_triangular", _solve_triangular, _solve_triangular_differentiable)
 
 
 def _data(x):

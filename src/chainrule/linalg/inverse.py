@@ -601,6 +601,12 @@ def _register():
     register("cofactor", _cofactor, lambda A: apply(COFACTOR, (A,)))
     register("det_hvp", _det_hvp, _det_hvp_differentiable)
     register("matrix_exp_frechet", _frechet_raw, _frechet_differentiable)
+    # One kernel for the triangular solve: the op's own (decomp's cholesky and qr rules use
+    # it too).
+    register("solve_triangular",
+             lambda A, B, *, upper, left=True, unitriangular=False: _solve_tri_kernel(
+                 A, B, upper, left, unitriangular, "solve_triangular (in a derivative rule): "),
+             solve_triangular)
     register("cross", _cross_kernel, lambda a, b, dim: apply(CROSS, (a, b), (dim,)))
     register("solve_sylvester",
              lambda A, B, C: _sylvester_kernel(A, B, C, "solve_sylvester (in a derivative "

@@ -1,5 +1,9 @@
 """The primitives, by family. Importing this package fills the derivative table."""
 
+import numpy as _np
+
+from .. import _creation as _c
+from .. import _ns
 from .._dispatch import name_errors as _name_errors  # noqa: E402
 from .comparison import *  # noqa: F401,F403
 from .einsum import *  # noqa: F401,F403
@@ -23,3 +27,40 @@ for _name in ("reshape", "view", "flatten", "transpose", "swapaxes", "t", "permu
               "amax", "amin", "max", "min", "prod", "mean", "sum"):
     globals()[_name] = _name_errors(globals()[_name], _name)
 del _name
+
+
+def _prod_others(x, dim):
+    """prod_{j != i} x_j differentiably: replace x_i by 1 in the i-th of n copies of the
+    reduced entries and take the product of each copy (O(n^2), exact with zeros)."""
+    shape = x.shape
+    dims = tuple(range(len(shape))) if dim is None else dim
+    lead = [d for d in range(len(shape)) if d not in dims]
+    moved = permute(x, lead + list(dims))  # noqa: F405
+    moved_shape = moved.shape
+    flat = reshape(moved, tuple(shape[d] for d in lead) + (-1,))  # noqa: F405
+    n = flat.shape[-1]
+    copies = expand(unsqueeze(flat, -2), flat.shape[:-1] + (n, n))  # noqa: F405
+    others = where(_np.eye(n, dtype=bool), 1.0, copies).prod(dim=-1)  # noqa: F405
+    inverse = _np.argsort(lead + list(dims))
+    return permute(reshape(others, moved_shape), tuple(inverse))  # noqa: F405
+
+
+# The differentiable versions of the rule namespace's NumPy names (chainrule._ns), so that
+# a backward pass run on Tensors is itself recorded (create_graph=True).
+_ns.register_differentiable(
+    where=where, exp=exp, log=log, sin=sin, cos=cos, abs=abs, sign=sign,  # noqa: F405
+    sigmoid=sigmoid,  # noqa: F405
+    zeros_like=lambda *a, **k: _c.zeros_like(*a, **k),
+    ones_like=lambda *a, **k: _c.ones_like(*a, **k),
+    zeros=lambda shape, dtype: _c.zeros(shape, dtype=dtype),
+    ones=lambda shape, dtype: _c.ones(shape, dtype=dtype),
+    eye=lambda n, m=None, dtype=None: _c.eye(n, m, dtype=dtype),
+    cast=to_dtype,  # noqa: F405
+    reshape=reshape, expand=broadcast_to, unsqueeze=unsqueeze,  # noqa: F405
+    squeeze=lambda x, dim: squeeze(x, dim), transpose=transpose,  # noqa: F405
+    permute=permute, mT=lambda x: transpose(x, -1, -2),  # noqa: F405
+    sum=sum, mean=mean, prod_others=_prod_others,  # noqa: F405
+    matmul=matmul, trace=trace, diag=diag, diagonal=diagonal,  # noqa: F405
+    tril=tril, triu=triu, einsum=einsum,  # noqa: F405
+    cat=cat, stack=stack,  # noqa: F405
+)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _ns
 from .._dispatch import apply
 from .._table import defop, documented
 from .._tensor import Tensor
@@ -113,3 +114,8 @@ def take_along_dim(input, indices, dim):
     index = tuple(idx if i == d else np.broadcast_to(grids[i], idx.shape)
                   for i in range(x.ndim))
     return getitem(input, index)
+
+
+_ns.register("index_put",
+             lambda x, indices, values, accumulate: _index_put(x, values, indices, accumulate),
+             index_put)

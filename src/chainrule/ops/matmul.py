@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _ns
 from .._dispatch import ShapeError, apply
 from .._table import defop, documented
 from .._tensor import Tensor
@@ -256,3 +257,6 @@ def triu(input, diagonal=0):
         raise RuntimeError(f"triu: input tensor must have at least 2 dimensions, got shape "
                            f"{tuple(np.shape(input))}")
     return apply(TRIU, (input,), (diagonal,))
+
+
+_ns.register("diagonal_scatter", _diagonal_scatter, diagonal_scatter)

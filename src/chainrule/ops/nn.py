@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 
+from .. import _ns
 from .._dispatch import ShapeError, apply
 from .._table import defop, documented
 from .._tensor import Tensor
@@ -166,3 +167,7 @@ def cross_entropy(input, target, reduction="mean"):
     if t.dtype != x.dtype and x.dtype.kind == "f":
         target = target.to(x.dtype) if isinstance(target, Tensor) else t.astype(x.dtype)
     return apply(CROSS_ENTROPY, (input, target), (reduction, cdim))
+
+
+_ns.register("softmax", softmax_array, softmax)
+_ns.register("log_softmax", log_softmax_array, log_softmax)

@@ -1,0 +1,183 @@
+"""``backward`` and ``grad``: the reverse walk from outputs to inputs, as PyTorch's
+``torch.autograd.backward``/``grad`` (see the package docstring)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._dispatch import edge, refresh_view
+from .._engine import run_backward
+from .._node import accumulator
+from .._ns import RAW, differentiable
+from .._tensor import Tensor, wrap
+
+
+class _Batched:
+    """Filled by ``chainrule.autograd.batched``: ``grad(outputs, inputs, grads,
+    create_graph, allow_unused, materialize_grads)`` for ``is_grads_batched=True``."""
+
+    grad = None
+
+
+BATCHED = _Batched()
+
+
+def _as_tuple(x):
+    if x is None:
+        return ()
+    return tuple(x) if isinstance(x, (tuple, list)) else (x,)
+
+
+def _namespace(create_graph):
+    """The namespace the engine runs the rules with: recorded ops for create_graph."""
+    return differentiable() if create_graph else RAW
+
+
+def _roots(outputs, grad_outputs, create_graph):
+    roots, seeds = [], []
+    for i, (out, g) in enumerate(zip(outputs, grad_outputs)):
+        if not isinstance(out, Tensor):
+            raise TypeError(f"output {i} is a {type(out).__name__}, not a Tensor")
+        if out._extra is not None:
+            refresh_view(out)
+        if not out._requires_grad:
+            kind = "" if out.dtype.kind == "f" else (
+                f" (its dtype {out.dtype} is not a float dtype, so it has no gradient)")
+            raise RuntimeError(
+                f"element {i} of tensors does not require grad and does not have a grad_fn"
+                f"{kind}. Make sure an input has requires_grad=True and that no_grad() is not "
+                "active."
+            )
+        if g is None:
+            if out._data.size != 1:
+                raise RuntimeError(
+                    "grad can be implicitly created only for scalar outputs; "
+                    f"output {i} has shape {tuple(out.shape)}. Pass gradient= (a cotangent of "
+                    "that shape): backward computes the vector-Jacobian product u^T J."
+                )
+            seed = np.ones_like(out._data)
+        else:
+            seed = np.asarray(g._data if isinstance(g, Tensor) else g, dtype=out.dtype)
+            if seed.shape != out.shape:
+                hint = ""
+                if seed.shape[1:] == tuple(out.shape) and seed.ndim == out.ndim + 1:
+                    hint = (" It looks like a batch of cotangents (one per row): backward "
+                            "takes one cotangent u and returns u^T J. For the whole Jacobian "
+                            "use chainrule.func.jacrev, or autograd.grad(..., grad_outputs=rows, "
+                            "is_grads_batched=True).")
+                raise RuntimeError(
+                    f"Mismatch in shape: grad_output[{i}] has a shape of {tuple(seed.shape)} "
+                    f"and output[{i}] has a shape of {tuple(out.shape)}.{hint}"
+                )
+        if create_graph:  # the seed is part of the recorded graph (it may require grad)
+            seed = g if isinstance(g, Tensor) else wrap(seed)
+        roots.append(edge(out))
+        seeds.append(seed)
+    return roots, seeds
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
+    """Accumulate the VJPs of ``tensors`` into the ``.grad`` of the leaves they depend on.
+
+    Parameters
+    ----------
+    tensors : Tensor or sequence of Tensor
+        Outputs to differentiate.
+    grad_tensors : Tensor, array or sequence, optional
+        Cotangents, one per output, of the output's shape. May be omitted for scalar
+        outputs (RuntimeError ``grad can be implicitly created only for scalar outputs``
+        otherwise).
+    retain_graph : bool
+        Keep saved values so the graph can be walked again (default: ``create_graph``).
+    inputs : sequence of Tensor, optional
+        Accumulate only into these leaves.
+    """
+    tensors = _as_tuple(tensors)
+    grads = _as_tuple(grad_tensors) or (None,) * len(tensors)
+    if len(grads) != len(tensors):
+        raise RuntimeError(f"backward: got {len(tensors)} tensors and {len(grads)} gradients")
+    roots, seeds = _roots(tensors, grads, create_graph)
+    only = None
+    if inputs is not None:
+        inputs = _as_tuple(inputs)
+        only = set()
+        for t in inputs:
+            if t._grad_fn is not None:
+                raise NotImplementedError("backward(inputs=...) supports leaf tensors only")
+            only.add(accumulator(t))
+    run_backward(roots, seeds, _namespace(create_graph),
+                 retain_graph=bool(retain_graph or create_graph), only=only,
+                 create_graph=create_graph)
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
+         allow_unused=False, is_grads_batched=False, materialize_grads=False):
+    """Return the VJPs of ``outputs`` with respect to ``inputs``, without touching ``.grad``.
+
+    Returns a tuple with one Tensor per input, of that input's shape (``None`` for an
+    input the outputs do not depend on, when ``allow_unused=True``; zeros with
+    ``materialize_grads=True``).
+
+    With ``is_grads_batched=True`` each ``grad_outputs`` entry has a leading batch dim
+    ``B``: row ``b`` is one cotangent, and each result has shape ``(B, *input.shape)``, the
+    rows ``u_b^T J`` computed in one batched backward pass (``B`` one-hot rows give the
+    Jacobian, as ``func.jacrev`` does). Not with ``create_graph``.
+
+    Raises
+    ------
+    RuntimeError
+        An input does not require grad; an input is unused and ``allow_unused`` is False;
+        a non-scalar output without ``grad_outputs``.
+    """
+    outputs = _as_tuple(outputs)
+    inputs_t = _as_tuple(inputs)
+    grads = _as_tuple(grad_outputs) or (None,) * len(outputs)
+    if len(grads) != len(outputs):
+        raise RuntimeError(f"grad: got {len(outputs)} tensors and {len(grads)} gradients "
+                           "(grad_outputs must have one entry per output, None allowed)")
+    if is_grads_batched:  # registered by chainrule.autograd.batched
+        return BATCHED.grad(outputs, inputs_t, grads, create_graph, allow_unused,
+                            materialize_grads)
+    roots, seeds = _roots(outputs, grads, create_graph)
+    capture = {}
+    for i, t in enumerate(inputs_t):
+        if not isinstance(t, Tensor) or not t._requires_grad:
+            raise RuntimeError(f"One of the differentiated Tensors (input {i}) does not "
+                               "require grad")
+        capture.setdefault(edge(t), i)
+    captured = run_backward(roots, seeds, _namespace(create_graph),
+                            retain_graph=bool(retain_graph or create_graph),
+                            accumulate=False, capture=capture, create_graph=create_graph)
+    result = []
+    for i, t in enumerate(inputs_t):
+        g = captured[capture[edge(t)]]
+        if g is None:
+            if materialize_grads:
+                result.append(wrap(np.zeros_like(t._data)))
+                continue
+            if not allow_unused:
+                raise RuntimeError(
+                    f"One of the differentiated Tensors (input {i}, shape {tuple(t.shape)}) "
+                    "appears to not have been used in the graph. Set allow_unused=True if this "
+                    "is the desired behavior."
+                )
+            result.append(None)
+        elif create_graph:
+            result.append(g if g.dtype == t.dtype else g.to(t.dtype))
+        else:
+            result.append(wrap(np.array(g, dtype=t.dtype)))
+    return tuple(result)
+
+
+def _tensor_backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+    """Accumulate d(self)/d(leaf) into each leaf's ``.grad``.
+
+    For a non-scalar ``self``, ``gradient`` (same shape as ``self``) is the cotangent
+    ``u`` and each leaf receives the vector-Jacobian product ``u^T J`` (not the Jacobian).
+    See :func:`chainrule.autograd.backward`.
+    """
+    backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+
+_tensor_backward.__name__ = _tensor_backward.__qualname__ = "backward"
+Tensor.backward = _tensor_backward  # the tensor layer does not import autograd
