@@ -13,6 +13,7 @@ from ._methods import install as _install
 from ._state import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from ._table import TABLE
 from ._tensor import Tensor
+from .backend import device  # noqa: F401
 from .ops import *  # noqa: F401,F403
 from .ops import index_put, take_along_dim  # noqa: F401
 from .ops.indexing import getitem  # noqa: F401
@@ -40,5 +41,5 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Tensor", "TABLE", "autograd", "func", "linalg", "optim", "ops", "viz", "no_grad",
-    "enable_grad", "set_grad_enabled", "is_grad_enabled", "float32", "float64",
+    "enable_grad", "set_grad_enabled", "is_grad_enabled", "float32", "float64", "device",
 ]

@@ -13,11 +13,13 @@ import numpy as np
 
 from ._dispatch import name_errors
 from ._tensor import Tensor, wrap
+from .backend import backend_of
+from .backend import device as _device
 
 __all__ = ["tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "eye",
            "arange", "linspace", "zeros_like", "ones_like", "full_like", "empty_like", "rand",
            "randn", "randint", "rand_like", "randn_like", "manual_seed", "default_generator",
-           "set_default_dtype", "get_default_dtype"]
+           "set_default_dtype", "get_default_dtype", "from_dlpack", "compute"]
 
 _DEFAULT_FLOAT = [np.dtype(np.float64)]
 
@@ -48,12 +50,27 @@ def _float_default(data, dtype, from_python=True):
 
 
 def _check_device(device, op):
+    """NumPy data lives on the CPU; ``device="cuda"`` moves the result onto CuPy."""
     if device is None:
-        return
-    text = str(getattr(device, "type", device))
-    if text != "cpu":
-        raise RuntimeError(f"{op}: device {device!r} is not available: chainrule computes on "
-                           "the CPU with NumPy (device='cpu')")
+        return None
+    dev = _device(device)
+    if dev.type == "cpu":
+        return None
+    if dev.type == "cuda":
+        return dev
+    raise RuntimeError(f"{op}: device {str(dev)!r} is not available: chainrule computes on "
+                       "the CPU (NumPy, Dask) or on 'cuda' (CuPy)")
+
+
+def _on_device(t, dev):
+    return t if dev is None else t.to(dev)
+
+
+def _foreign(data):
+    """True for an array of another backend (Dask, CuPy, an Array API library): kept as
+    it is, never converted or computed."""
+    return not isinstance(data, (np.ndarray, np.generic, list, tuple, float, int, bool,
+                                 complex)) and hasattr(data, "shape") and hasattr(data, "dtype")
 
 default_generator = np.random.default_rng(0)
 
@@ -65,7 +82,13 @@ def manual_seed(seed):
     return default_generator
 
 
-def _make(data, requires_grad):
+def _make(data, requires_grad, device=None):
+    dev = _check_device(device, "tensor")
+    if dev is not None:  # made on the host, then moved (CuPy)
+        t = wrap(data).to(dev)
+        if requires_grad:
+            t.requires_grad_(True)
+        return t
     t = wrap(data)
     if requires_grad:
         t.requires_grad_(True)
@@ -84,12 +107,17 @@ def _shape(size, keyword=None):
 
 def tensor(data, dtype=None, device=None, requires_grad=False):
     """A new tensor holding a copy of ``data`` (array_like or Tensor)."""
-    _check_device(device, "tensor")
+    dev = _check_device(device, "tensor")
     from_python = not isinstance(data, (Tensor, np.ndarray, np.generic))
     if isinstance(data, Tensor):
         data = data._data
-    return _make(_float_default(np.array(data, dtype=dtype), dtype, from_python),
-                 requires_grad)
+    if _foreign(data):  # a Dask, CuPy or Array API array: kept on its backend (no compute)
+        xp = backend_of(data).xp
+        data = data if dtype is None else xp.astype(data, dtype)
+        return _make(xp.asarray(data, copy=True) if not backend_of(data).lazy else data,
+                     requires_grad, device)
+    return _on_device(_make(_float_default(np.array(data, dtype=dtype), dtype, from_python),
+                            requires_grad), dev)
 
 
 def as_tensor(data, dtype=None):
@@ -99,7 +127,41 @@ def as_tensor(data, dtype=None):
         if dtype is None or data.dtype == np.dtype(dtype):
             return data
         return data.to(dtype)
+    if _foreign(data):  # kept on its backend, shared (no conversion, no compute)
+        return wrap(data if dtype is None else backend_of(data).xp.astype(data, dtype))
     return wrap(np.asarray(data, dtype=dtype))
+
+
+def from_dlpack(ext_tensor):
+    """A tensor sharing memory with any object that implements the DLPack protocol
+    (``__dlpack__``): a CuPy array stays on the GPU, a host array becomes NumPy."""
+    if isinstance(ext_tensor, Tensor):
+        return ext_tensor
+    if not hasattr(ext_tensor, "__dlpack__"):
+        raise TypeError(f"from_dlpack: a {type(ext_tensor).__name__} does not implement the "
+                        "DLPack protocol (__dlpack__)")
+    module = type(ext_tensor).__module__.split(".")[0]
+    if module == "cupy":
+        return wrap(ext_tensor)
+    return wrap(np.from_dlpack(ext_tensor))
+
+
+def compute(*tensors):
+    """Compute lazy (Dask) tensors, all in one shared Dask compute, and return them as
+    NumPy-backed tensors without history (others are returned detached, as they are).
+    This is the one place besides ``.numpy()`` where Dask work runs."""
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"compute: argument {i} is a {type(t).__name__}, not a Tensor")
+    lazy = [i for i, t in enumerate(tensors) if backend_of(t._data).lazy]
+    out = [t.detach() for t in tensors]
+    if lazy:
+        import dask
+
+        values = dask.compute(*[tensors[i]._data for i in lazy])
+        for i, v in zip(lazy, values):
+            out[i] = wrap(np.asarray(v))
+    return tuple(out)
 
 
 def from_numpy(ndarray):
@@ -114,7 +176,7 @@ def zeros(*size, dtype=None, device=None, requires_grad=False, **kwargs):
     _check_device(device, "zeros")
     shape = _shape(size, kwargs.pop("size", None))
     _no_extra(kwargs, "zeros")
-    return _make(_float_default(np.zeros(shape, dtype=dtype), dtype), requires_grad)
+    return _make(_float_default(np.zeros(shape, dtype=dtype), dtype), requires_grad, device)
 
 
 def ones(*size, dtype=None, device=None, requires_grad=False, **kwargs):
@@ -122,7 +184,7 @@ def ones(*size, dtype=None, device=None, requires_grad=False, **kwargs):
     _check_device(device, "ones")
     shape = _shape(size, kwargs.pop("size", None))
     _no_extra(kwargs, "ones")
-    return _make(_float_default(np.ones(shape, dtype=dtype), dtype), requires_grad)
+    return _make(_float_default(np.ones(shape, dtype=dtype), dtype), requires_grad, device)
 
 
 def empty(*size, dtype=None, device=None, requires_grad=False, **kwargs):
@@ -130,7 +192,7 @@ def empty(*size, dtype=None, device=None, requires_grad=False, **kwargs):
     _check_device(device, "empty")
     shape = _shape(size, kwargs.pop("size", None))
     _no_extra(kwargs, "empty")
-    return _make(_float_default(np.empty(shape, dtype=dtype), dtype), requires_grad)
+    return _make(_float_default(np.empty(shape, dtype=dtype), dtype), requires_grad, device)
 
 
 def _no_extra(kwargs, op):
@@ -142,13 +204,13 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False):
     """A tensor of shape ``size`` filled with ``fill_value`` (dtype as NumPy infers it)."""
     _check_device(device, "full")
     return _make(_float_default(np.full(tuple(size), fill_value, dtype=dtype), dtype),
-                 requires_grad)
+                 requires_grad, device)
 
 
 def eye(n, m=None, dtype=None, device=None, requires_grad=False):
     """The ``n x m`` identity (``m = n`` by default)."""
     _check_device(device, "eye")
-    return _make(_float_default(np.eye(n, m, dtype=dtype), dtype), requires_grad)
+    return _make(_float_default(np.eye(n, m, dtype=dtype), dtype), requires_grad, device)
 
 
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
@@ -156,21 +218,25 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
     _check_device(device, "arange")
     if end is None:
         start, end = 0, start
-    return _make(_float_default(np.arange(start, end, step, dtype=dtype), dtype), requires_grad)
+    return _make(_float_default(np.arange(start, end, step, dtype=dtype), dtype),
+                 requires_grad, device)
 
 
 def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
     """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
     _check_device(device, "linspace")
     return _make(_float_default(np.linspace(start, end, steps, dtype=dtype), dtype),
-                 requires_grad)
+                 requires_grad, device)
 
 
 def _like(fn):
     def like(input, dtype=None, device=None, requires_grad=False):
         _check_device(device, fn.__name__)
-        data = input._data if isinstance(input, Tensor) else np.asarray(input)
-        return _make(fn(data, dtype=dtype), requires_grad)
+        data = input._data if isinstance(input, Tensor) else input
+        if _foreign(data):  # on the input's backend (lazily for Dask)
+            return _make(getattr(backend_of(data).xp, fn.__name__)(data, dtype=dtype),
+                         requires_grad)
+        return _make(fn(np.asarray(data), dtype=dtype), requires_grad, device)
 
     like.__name__ = fn.__name__
     like.__doc__ = f"``numpy.{fn.__name__}`` of ``input``'s shape and dtype."
@@ -185,8 +251,11 @@ empty_like = name_errors(_like(np.empty_like))
 @name_errors
 def full_like(input, fill_value, dtype=None, requires_grad=False):
     """A tensor of ``input``'s shape (and dtype) filled with ``fill_value``."""
-    data = input._data if isinstance(input, Tensor) else np.asarray(input)
-    return _make(np.full_like(data, fill_value, dtype=dtype), requires_grad)
+    data = input._data if isinstance(input, Tensor) else input
+    if _foreign(data):
+        return _make(backend_of(data).xp.full_like(data, fill_value, dtype=dtype),
+                     requires_grad)
+    return _make(np.full_like(np.asarray(data), fill_value, dtype=dtype), requires_grad)
 
 
 def _sample(op, draw, size, dtype, device, requires_grad, kwargs):

@@ -18,11 +18,13 @@ import numpy as np
 from . import _state, _table
 from ._node import MultiOpNode, OpNode, accumulator
 from ._tensor import Tensor, _fill
+from .backend import NUMPY, backend_of
 
 _STATE = _state.STATE
 _new = object.__new__
 _NO_EDGE = (None, 0)
 _ndarray = np.ndarray
+_generic = np.generic
 _asarray = np.asarray
 _FORWARD_ERRORS = (ValueError, IndexError, TypeError)
 
@@ -140,8 +142,8 @@ class ShapeError(ValueError, RuntimeError):
 
 
 def _output(data, node, nr, vc):
-    if data.__class__ is not _ndarray:  # NumPy returns scalars for 0-d results: keep arrays
-        data = _asarray(data)
+    if data.__class__ is not _ndarray and isinstance(data, _generic):
+        data = _asarray(data)  # NumPy returns scalars for 0-d results: keep arrays
     return _fill(_new(Tensor), data, node, nr, vc)
 
 
@@ -162,6 +164,8 @@ def make_call(op):
         def call(x, *attrs):
             if isinstance(x, Tensor):
                 d = x._data
+                if d.__class__ is not _ndarray:
+                    return _foreign(op, (x,), attrs)
                 try:
                     out = forward(d, *attrs)
                 except _FORWARD_ERRORS as e:
@@ -207,6 +211,10 @@ def make_call(op):
                     da, db = promote_0d(da, db)
             else:
                 db = b
+            ca, cb = da.__class__, db.__class__
+            if (ca is not _ndarray and ca not in _PY_SCALARS) or \
+                    (cb is not _ndarray and cb not in _PY_SCALARS):
+                return _foreign(op, (a, b), attrs)
             try:
                 out = forward(da, db, *attrs)
             except _FORWARD_ERRORS as e:
@@ -233,6 +241,8 @@ def make_call(op):
             bit = 1
             for x in inputs:
                 if isinstance(x, Tensor):
+                    if x._data.__class__ is not _ndarray:
+                        return _foreign(op, args[0] if op.variadic else inputs, attrs)
                     datas.append(x._data)
                     if x._requires_grad:
                         mask |= bit
@@ -256,6 +266,50 @@ def make_call(op):
 
     call.__name__ = call.__qualname__ = op.name
     return call
+
+
+def _foreign(op, inputs, attrs):
+    """An op on data of a backend other than NumPy (Dask, CuPy, an Array API library):
+    the kernel bound to that backend, then the same recording as the NumPy path. Tensors
+    of two backends or devices in one op raise; Python scalars mix with any backend."""
+    inputs = list(inputs)
+    backend = None
+    first = None
+    datas = []
+    mask = 0
+    for i, x in enumerate(inputs):
+        d = x._data if isinstance(x, Tensor) else x
+        if isinstance(d, _generic):  # a NumPy scalar: a tensor's 0-d data, or a constant
+            d = _asarray(d) if isinstance(x, Tensor) else d.item()
+        if d.__class__ not in _PY_SCALARS and d is not None:
+            try:
+                b = backend_of(d)
+            except TypeError:  # no array (a str, a list): NumPy's kernel says what is wrong
+                b = NUMPY
+            if backend is None:
+                backend, first = b, d
+            elif b is not backend or b.device(d) != backend.device(first):
+                raise RuntimeError(
+                    f"{op.name}: expected all tensors to be on the same backend and device, "
+                    f"but found {backend.name} on {backend.device(first)} and {b.name} on "
+                    f"{b.device(d)} ({op.inputs[min(i, len(op.inputs) - 1)]})")
+        if isinstance(x, Tensor) and x._requires_grad:
+            mask |= 1 << i
+        datas.append(d)
+    kernel = op.forward if backend is None or backend is NUMPY else backend.kernel(op)
+    try:
+        out = kernel(datas, *attrs) if op.variadic else kernel(*datas, *attrs)
+    except _FORWARD_ERRORS as e:
+        raise _forward_error(op, inputs, e) from None
+    flags = _STATE.flags
+    if mask and flags & 1:
+        result = _record(op, inputs, datas, attrs, out, mask)
+    else:
+        result = _plain(op, out, inputs[0]._vc if op.view and isinstance(inputs[0], Tensor)
+                        else [0])
+    if flags & 2:
+        _after(op, inputs, datas, attrs, out, result)
+    return result
 
 
 def edge(x):
@@ -310,7 +364,7 @@ def _record(op, inputs, datas, attrs, out, mask):
             else:  # reshape had to copy: a fresh tensor, as in PyTorch
                 result = _output(out, node, 0, [0])
         else:
-            if out.__class__ is not _ndarray:
+            if out.__class__ is not _ndarray and isinstance(out, _generic):
                 out = _asarray(out)
             result = _new(Tensor)  # _fill, inlined: this is the hottest line of the library
             result._data = out
@@ -361,7 +415,10 @@ def _checks(slots, inputs, result):
 
 def shares_memory(out, data):
     """True when array ``out`` is a view of ``data``'s memory. An op declared as a view
-    (reshape) may have had to copy; then its result is a fresh tensor, not a view."""
+    (reshape) may have had to copy; then its result is a fresh tensor, not a view. Arrays
+    of other backends are never treated as views (Dask arrays are immutable)."""
+    if out.__class__ is not _ndarray:
+        return False
     base = out.base
     if base is None:
         return False

@@ -20,6 +20,9 @@ from ._node import AccumulateGrad, MultiOpNode, OpNode
 from ._ns import RAW
 from ._state import STATE, enable_grad
 from ._tensor import Tensor, wrap
+from .backend import backend_of
+
+_ndarray = np.ndarray
 
 
 class _Hooks:
@@ -235,7 +238,7 @@ def _walk(roots, seeds, retain_graph, accumulate, capture, only, F, kind):
                         if old is None:
                             buffers[child] = ig
                             if type(child) is AccumulateGrad and is_op and ig is not g \
-                                    and plain and ig.base is None:
+                                    and plain and ig.__class__ is _ndarray and ig.base is None:
                                 fresh.add(child)
                         else:
                             buffers[child] = old + ig
@@ -332,6 +335,8 @@ def _check_hook_result(hook, node, value, result):
 
 
 def _accumulate(var, g, fresh=False):
+    if g.__class__ is not _ndarray and not isinstance(g, np.generic):
+        return _accumulate_other(var, g)
     if var._grad is None:
         # .grad must be a writable array of the leaf's dtype that nothing else holds.
         if fresh and g.dtype == var._data.dtype and g.flags.writeable:
@@ -344,3 +349,16 @@ def _accumulate(var, g, fresh=False):
             np.add(gd, g, out=gd, casting="same_kind")
         else:
             var._grad = wrap(np.asarray(gd + g, dtype=var._data.dtype))
+
+
+def _accumulate_other(var, g):
+    """``.grad`` of a leaf on another backend (Dask: lazily; CuPy, Array API: a copy, so
+    that ``.grad`` never aliases a seed or another leaf's gradient)."""
+    b = backend_of(g)
+    data = var._data
+    if g.dtype != data.dtype:
+        g = b.xp.astype(g, data.dtype)
+    if var._grad is None:
+        var._grad = wrap(g if b.lazy else b.xp.asarray(g, copy=True))
+    else:
+        var._grad = wrap(var._grad._data + g)

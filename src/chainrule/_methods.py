@@ -8,6 +8,7 @@ from . import _inplace, ops
 from . import _tensor as _tensor_mod
 from ._dispatch import refresh_view
 from ._tensor import Tensor, wrap
+from .backend import device as _device
 from .ops.elementwise import ADD, DIV, MUL, POW, SUB
 
 _SAME_NAME = [
@@ -36,14 +37,60 @@ def _varargs(fn):
     return method
 
 
-def _to(self, *args, dtype=None, **kwargs):
-    """``to(dtype)``; device arguments (``"cpu"``) are accepted and ignored."""
+def _to(self, *args, dtype=None, device=None, copy=False, **kwargs):
+    """``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(other_tensor)``.
+
+    A device is "cpu" (NumPy; Dask data stays on Dask, which computes on the CPU too) or
+    "cuda"/"cuda:i" (CuPy). Moving to another device copies the data (from the GPU, or a
+    Dask compute); it is not recorded, so a tensor that requires grad raises instead of
+    losing its gradient: move it before setting requires_grad.
+    """
     for a in args:
-        if not isinstance(a, str):
+        if isinstance(a, Tensor):
+            dtype, device = a.dtype, a.device
+        elif isinstance(a, (str, _device)):
+            device = a
+        elif a is not None:
             dtype = a
-    if dtype is None or np.dtype(dtype) == self.dtype:
-        return self
-    return ops.to_dtype(self, dtype)
+    t = self
+    if device is not None:
+        t = _move(t, _device(device))
+    if dtype is not None and np.dtype(dtype) != t.dtype:
+        t = ops.to_dtype(t, dtype)
+    return t.clone() if copy and t is self else t
+
+
+def _move(t, dev):
+    if t.device == dev or (dev.type == "cpu" and t.device.type == "cpu"):
+        return t
+    if t._requires_grad:
+        raise RuntimeError(
+            f"to: moving a tensor that requires grad from {t.device} to {dev} is not "
+            "recorded by autograd in chainrule; make the tensor on its device first (e.g. "
+            "chainrule.randn(..., device='cuda', requires_grad=True))")
+    if dev.type == "cpu":
+        return wrap(t.numpy())
+    if dev.type == "cuda":
+        try:
+            import cupy
+        except ImportError:
+            raise RuntimeError("to: device 'cuda' needs CuPy (pip install chainrule[gpu]) "
+                               "and a GPU") from None
+        with cupy.cuda.Device(dev.index or 0):
+            return wrap(cupy.asarray(t.numpy()))
+    raise RuntimeError(f"to: unknown device {str(dev)!r}")
+
+
+def _cpu(self):
+    """A copy on the CPU (NumPy); Dask data stays lazy (it is already on the CPU)."""
+    return _to(self, "cpu")
+
+
+def _cuda(self, device=None):
+    """A copy on the GPU (CuPy); ``device`` an index or "cuda:i"."""
+    dev = "cuda" if device is None else (f"cuda:{device}" if isinstance(device, int)
+                                         else device)
+    return _to(self, dev)
 
 
 def _inplace_binary(fn, ufunc):
@@ -170,6 +217,8 @@ def install():
     T.all = lambda self, dim=None, keepdim=False: wrap(np.all(self._data, axis=dim,
                                                                 keepdims=keepdim))
     T.to = _to
+    T.cpu = _cpu
+    T.cuda = _cuda
     T.float = lambda self: _to(self, np.float32)
     T.double = lambda self: _to(self, np.float64)
     T.long = lambda self: wrap(np.asarray(self._data).astype(np.int64))

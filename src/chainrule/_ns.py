@@ -75,9 +75,78 @@ RAW = SimpleNamespace(
 
 _DIFFERENTIABLE = {}
 _CACHE = {}
+_GENERIC = {}  # name -> fn(xp) giving the raw version on any backend (from register(xp=))
 
 
-def register(name, raw, diff):
+def _missing(name, backend):
+    def refuse(*args, **kwargs):
+        raise NotImplementedError(f"the derivative rules need {name}, which the {backend} "
+                                  "backend does not provide")
+    return refuse
+
+
+def _has(xp, name):
+    return name in vars(xp)
+
+
+def make_raw(backend):
+    """The rule namespace on arrays of ``backend`` (not NumPy: that is :data:`RAW`),
+    generated from its Array API namespace ``xp`` and the generic versions of registered
+    names. A name the backend cannot provide raises NotImplementedError when called,
+    naming it and the backend."""
+    xp = backend.xp
+    name = backend.name
+
+    def pick(attr):
+        return getattr(xp, attr) if _has(xp, attr) else _missing(attr, name)
+
+    def swap(x, a, b):
+        axes = list(range(x.ndim))
+        axes[a], axes[b] = axes[b], axes[a]
+        return xp.permute_dims(x, tuple(axes))
+
+    def squeeze(x, dim=None):
+        if dim is None:
+            dim = tuple(i for i, n in enumerate(x.shape) if n == 1)
+        return xp.squeeze(x, axis=dim)
+
+    ns = dict(
+        where=xp.where, exp=xp.exp, log=xp.log, sin=xp.sin, cos=xp.cos, abs=xp.abs,
+        sign=xp.sign, sigmoid=pick("expit"),
+        zeros_like=xp.zeros_like, ones_like=xp.ones_like,
+        zeros=lambda shape, dtype: xp.zeros(shape, dtype=dtype),
+        ones=lambda shape, dtype: xp.ones(shape, dtype=dtype),
+        eye=lambda n, m=None, dtype=None: xp.eye(n, m, dtype=dtype),
+        cast=lambda x, dtype: xp.astype(x, dtype, copy=False),
+        reshape=xp.reshape, expand=xp.broadcast_to, unsqueeze=xp.expand_dims,
+        squeeze=squeeze, transpose=pick("swapaxes") if _has(xp, "swapaxes") else swap,
+        permute=xp.permute_dims, mT=xp.matrix_transpose,
+        sum=lambda x, dim, keepdim: xp.sum(x, axis=dim, keepdims=keepdim),
+        mean=lambda x, dim, keepdim: xp.mean(x, axis=dim, keepdims=keepdim),
+        prod_others=_missing("prod_others", name),
+        matmul=xp.matmul, trace=pick("trace"), diag=pick("diag"), diagonal=pick("diagonal"),
+        tril=pick("tril"), triu=pick("triu"), einsum=pick("einsum"),
+        cat=lambda xs, dim: xp.concat(xs, axis=dim),
+        stack=lambda xs, dim: xp.stack(xs, axis=dim),
+    )
+    for key in vars(RAW):
+        if key not in ns:
+            ns[key] = _GENERIC[key](xp) if key in _GENERIC else _missing(key, name)
+    return SimpleNamespace(**ns)
+
+
+def raw_for(backend):
+    """The first-order rule namespace of ``backend`` (cached; :data:`RAW` for NumPy)."""
+    if backend.name == "numpy":
+        return RAW
+    key = ("raw", backend.name, len(vars(RAW)))
+    ns = _CACHE.get(key)
+    if ns is None:
+        ns = _CACHE[key] = make_raw(backend)
+    return ns
+
+
+def register(name, raw, diff, generic=None):
     """Add ``name`` to both namespaces: ``raw`` works on arrays (first-order backward),
     ``diff`` is the differentiable chainrule function with the same meaning. The op
     families (``chainrule.ops``, ``chainrule.linalg``) call this for the names their rules
@@ -86,6 +155,8 @@ def register(name, raw, diff):
         raise ValueError(f"register: {name!r} is already in the rule namespace")
     setattr(RAW, name, raw)
     _DIFFERENTIABLE[name] = diff
+    if generic is not None:  # generic(xp) -> the raw version on any backend
+        _GENERIC[name] = generic
     _CACHE.clear()
 
 

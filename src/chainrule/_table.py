@@ -23,6 +23,8 @@ from __future__ import annotations
 import inspect
 from operator import itemgetter
 
+from .backend import NUMPY, kernel_for
+
 TABLE: dict[str, "Op"] = {}
 
 
@@ -159,7 +161,7 @@ class Op:
     __slots__ = (
         "name", "node_name", "forward", "inputs", "attrs", "vjp_rules", "jvp_rules",
         "math", "source", "nout", "out_diff", "view", "variadic", "pool", "plans", "doc",
-        "arity", "call",
+        "arity", "call", "kernel",
     )
 
     def plan(self, mask):
@@ -187,8 +189,12 @@ def defop(
     ----------
     name : str
         The op's name in the table (``"mm"``); its graph node is ``MmBackward0``.
-    forward : callable
-        ``forward(*input_arrays, *attrs) -> array`` (or a tuple when ``nout > 1``).
+    forward : str or callable
+        The forward kernel: the name of an Array API function (``"exp"``, computed by every
+        backend's namespace), an :func:`chainrule.backend.xp_kernel`
+        ``fn(xp, *input_arrays, *attrs)``, or a plain ``fn(*input_arrays, *attrs)`` that
+        computes with NumPy only (the op then raises NotImplementedError on other backends).
+        Returns an array (a tuple when ``nout > 1``).
     inputs : tuple of str
         Names of the differentiable inputs, PyTorch's where it has the op (``self``, ``other``).
     vjp : dict
@@ -219,7 +225,8 @@ def defop(
     op = Op()
     op.name = name
     op.node_name = node_name or f"{_camel(name)}Backward0"
-    op.forward = forward
+    op.kernel = forward  # as declared: an Array API name, an xp kernel, or NumPy-only
+    op.forward = kernel_for(forward, NUMPY, name)  # bound to NumPy: the fast path's kernel
     op.inputs = tuple(inputs)
     op.arity = 0 if variadic else len(op.inputs)
     op.attrs = tuple(attrs)

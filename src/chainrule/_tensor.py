@@ -8,7 +8,18 @@ from __future__ import annotations
 
 import numpy as np
 
+from .backend import backend_of, device
+
 _FLOAT_KINDS = "f"
+
+
+def is_float_dtype(dtype):
+    """True for a real floating dtype of any backend (NumPy's, or an Array API library's
+    such as ``array_api_strict.float32``)."""
+    try:
+        return np.dtype(dtype).kind in _FLOAT_KINDS
+    except TypeError:
+        return str(dtype).rsplit(".", 1)[-1].startswith("float")
 
 
 def _fill(t, data, grad_fn=None, output_nr=0, vc=None, requires_grad=False):
@@ -34,6 +45,7 @@ class _ViewHooks:
 
 
 view_hooks = _ViewHooks()
+_CPU = device("cpu")
 
 
 def wrap(data, requires_grad=False):
@@ -47,10 +59,10 @@ def _rebuild(data, requires_grad):
 
 
 def check_grad_dtype(dtype, what="tensor"):
-    if np.dtype(dtype).kind not in _FLOAT_KINDS:
+    if not is_float_dtype(dtype):
         raise RuntimeError(
             f"only tensors of floating point dtype can require gradients; this {what} has "
-            f"dtype {np.dtype(dtype)}. Convert it first, e.g. x.double() or x.float()."
+            f"dtype {dtype}. Convert it first, e.g. x.double() or x.float()."
         )
 
 
@@ -120,7 +132,22 @@ class Tensor:
 
     @property
     def device(self):
-        return "cpu"
+        """Where the data lives, a :class:`chainrule.device` ("cpu" for NumPy and Dask,
+        "cuda:0" for CuPy). Compares equal to its string form."""
+        d = self._data
+        if d.__class__ is np.ndarray:
+            return _CPU
+        return backend_of(d).device(d)
+
+    @property
+    def backend(self):
+        """The name of the array library holding the data: "numpy", "dask", "cupy", or an
+        Array API library's name."""
+        return backend_of(self._data).name
+
+    @property
+    def is_cuda(self):
+        return self.device.type == "cuda"
 
     # --- autograd state --------------------------------------------------------------
     @property
@@ -255,16 +282,19 @@ class Tensor:
         self._extra[key] = value
 
     # --- conversions -----------------------------------------------------------------
-    def numpy(self):
-        """The underlying ndarray (shared memory). Raises for a tensor that requires grad,
-        as PyTorch does: call ``detach().numpy()``."""
-        if self._requires_grad:
+    def numpy(self, *, force=False):
+        """The data as an ndarray: shared memory for NumPy data, an explicit host copy
+        otherwise (Dask computes, CuPy copies from the GPU). Raises for a tensor that
+        requires grad, as PyTorch does: call ``detach().numpy()`` (or pass
+        ``force=True``)."""
+        if self._requires_grad and not force:
             raise RuntimeError(
                 "can't call numpy() on a tensor that requires grad; use tensor.detach().numpy()"
                 " (inside a custom Function's backward that gives up second derivatives: "
                 "write backward with chainrule ops, or mark it @once_differentiable)"
             )
-        return np.asarray(self._data)
+        d = self._data
+        return d if d.__class__ is np.ndarray else backend_of(d).to_numpy(d)
 
     def __array__(self, dtype=None, copy=None):
         # NumPy 2 passes copy=True for np.array(t) and trusts the result to be a copy.
@@ -314,6 +344,12 @@ class Tensor:
     __hash__ = object.__hash__
 
     def __repr__(self):
+        if self._data.__class__ is not np.ndarray and not isinstance(self._data, np.generic):
+            b = backend_of(self._data)
+            fn = (f", grad_fn=<{self._grad_fn.name()}>" if self._grad_fn is not None else
+                  ", requires_grad=True" if self._requires_grad else "")
+            return (f"tensor(<{b.name} array of shape {tuple(self.shape)}, dtype "
+                    f"{self.dtype}>, device='{self.device}'{fn})")
         data = np.asarray(self._data)
         body = np.array2string(data, separator=", ", prefix="tensor(", threshold=1000)
         extras = []

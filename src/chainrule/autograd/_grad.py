@@ -8,8 +8,9 @@ import numpy as np
 from .._dispatch import edge, refresh_view
 from .._engine import run_backward
 from .._node import accumulator
-from .._ns import RAW, differentiable
+from .._ns import RAW, differentiable, raw_for
 from .._tensor import Tensor, wrap
+from ..backend import backend_of
 
 
 class _Batched:
@@ -28,9 +29,25 @@ def _as_tuple(x):
     return tuple(x) if isinstance(x, (tuple, list)) else (x,)
 
 
-def _namespace(create_graph):
-    """The namespace the engine runs the rules with: recorded ops for create_graph."""
-    return differentiable() if create_graph else RAW
+def _namespace(create_graph, outputs=()):
+    """The namespace the engine runs the rules with: recorded ops for create_graph, else
+    the raw namespace of the outputs' backend."""
+    if create_graph:
+        return differentiable()
+    for out in outputs:
+        d = getattr(out, "_data", None)
+        if d is not None and d.__class__ is not np.ndarray:
+            return raw_for(backend_of(d))
+    return RAW
+
+
+def _host(g, like):
+    """A fresh array of ``like``'s dtype holding ``g`` (on ``like``'s backend)."""
+    if like.__class__ is np.ndarray:
+        return np.array(g, dtype=like.dtype)
+    b = backend_of(like)
+    g = g if g.dtype == like.dtype else b.xp.astype(g, like.dtype)
+    return g if b.lazy else b.xp.asarray(g, copy=True)
 
 
 def _roots(outputs, grad_outputs, create_graph):
@@ -55,7 +72,12 @@ def _roots(outputs, grad_outputs, create_graph):
                     f"output {i} has shape {tuple(out.shape)}. Pass gradient= (a cotangent of "
                     "that shape): backward computes the vector-Jacobian product u^T J."
                 )
-            seed = np.ones_like(out._data)
+            seed = (np.ones_like(out._data) if out._data.__class__ is np.ndarray
+                    else backend_of(out._data).xp.ones_like(out._data))
+        elif out._data.__class__ is not np.ndarray:
+            seed = g._data if isinstance(g, Tensor) else g
+            seed = _host(seed, out._data) if hasattr(seed, "dtype") else \
+                backend_of(out._data).xp.full_like(out._data, seed)
         else:
             seed = np.asarray(g._data if isinstance(g, Tensor) else g, dtype=out.dtype)
             if seed.shape != out.shape:
@@ -105,7 +127,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
             if t._grad_fn is not None:
                 raise NotImplementedError("backward(inputs=...) supports leaf tensors only")
             only.add(accumulator(t))
-    run_backward(roots, seeds, _namespace(create_graph),
+    run_backward(roots, seeds, _namespace(create_graph, tensors),
                  retain_graph=bool(retain_graph or create_graph), only=only,
                  create_graph=create_graph)
 
@@ -145,7 +167,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
             raise RuntimeError(f"One of the differentiated Tensors (input {i}) does not "
                                "require grad")
         capture.setdefault(edge(t), i)
-    captured = run_backward(roots, seeds, _namespace(create_graph),
+    captured = run_backward(roots, seeds, _namespace(create_graph, outputs),
                             retain_graph=bool(retain_graph or create_graph),
                             accumulate=False, capture=capture, create_graph=create_graph)
     result = []
@@ -153,7 +175,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         g = captured[capture[edge(t)]]
         if g is None:
             if materialize_grads:
-                result.append(wrap(np.zeros_like(t._data)))
+                result.append(wrap(np.zeros_like(t._data) if t._data.__class__ is np.ndarray
+                                   else backend_of(t._data).xp.zeros_like(t._data)))
                 continue
             if not allow_unused:
                 raise RuntimeError(
@@ -165,7 +188,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         elif create_graph:
             result.append(g if g.dtype == t.dtype else g.to(t.dtype))
         else:
-            result.append(wrap(np.array(g, dtype=t.dtype)))
+            result.append(wrap(_host(g, t._data)))
     return tuple(result)
 
 

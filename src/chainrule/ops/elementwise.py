@@ -10,11 +10,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import special
 
 from .._dispatch import ShapeError, apply
 from .._table import defop, documented, elementwise
 from .._tensor import Tensor, wrap
+from ..backend import xp_kernel
 
 __all__ = [
     "add", "sub", "mul", "div", "true_divide", "pow", "neg", "abs", "sign", "exp", "log",
@@ -29,21 +29,21 @@ CALCULUS = "elementary calculus (derivative of a scalar function applied element
 # --- binary arithmetic ---------------------------------------------------------------
 
 ADD = defop(
-    "add", np.add, ("self", "other"),
+    "add", "add", ("self", "other"),
     vjp={"self": lambda F, g: g, "other": lambda F, g: g},
     jvp={"self": lambda F, t: t, "other": lambda F, t: t},
     math={"self": "grad_x = grad", "other": "grad_y = grad", "out": "dz = dx + dy"},
     source=CALCULUS + "; broadcasting undone by summing (the engine's sum_to)",
 )
 SUB = defop(
-    "sub", np.subtract, ("self", "other"),
+    "sub", "subtract", ("self", "other"),
     vjp={"self": lambda F, g: g, "other": lambda F, g: -g},
     jvp={"self": lambda F, t: t, "other": lambda F, t: -t},
     math={"self": "grad_x = grad", "other": "grad_y = -grad", "out": "dz = dx - dy"},
     source=CALCULUS,
 )
 MUL = defop(
-    "mul", np.multiply, ("self", "other"),
+    "mul", "multiply", ("self", "other"),
     vjp={"self": lambda F, g, other: g * other, "other": lambda F, g, self: g * self},
     jvp={"self": lambda F, t, other: t * other, "other": lambda F, t, self: self * t},
     math={"self": "grad_x = grad * y", "other": "grad_y = grad * x",
@@ -51,7 +51,7 @@ MUL = defop(
     source=CALCULUS + " (product rule)",
 )
 DIV = defop(
-    "div", np.true_divide, ("self", "other"),
+    "div", "divide", ("self", "other"),
     vjp={"self": lambda F, g, other: g / other,
          "other": lambda F, g, out, other: -g * out / other},
     jvp={"self": lambda F, t, other: t / other,
@@ -75,7 +75,7 @@ def _pow_exponent(F, g, self, out):
 
 
 POW = defop(
-    "pow", np.power, ("self", "exponent"),
+    "pow", "pow", ("self", "exponent"),
     vjp={"self": _pow_base, "exponent": _pow_exponent},
     jvp={"self": _pow_base, "exponent": _pow_exponent},
     math={"self": "grad_x = grad * p * x^(p-1)", "exponent": "grad_p = grad * x^p * log(x)",
@@ -109,7 +109,7 @@ def _pick(name, kernel, word, first):
 MAXIMUM = _pick("maximum", np.maximum, "max", lambda a, b: (a, b))
 MINIMUM = _pick("minimum", np.minimum, "min", lambda a, b: (b, a))
 WHERE = defop(
-    "where", np.where, ("condition", "self", "other"),
+    "where", "where", ("condition", "self", "other"),
     vjp={"condition": lambda F, g: None,
          "self": lambda F, g, condition: F.where(condition, g, 0.0),
          "other": lambda F, g, condition: F.where(condition, 0.0, g)},
@@ -183,41 +183,41 @@ def where(condition, input, other):
 # --- unary ---------------------------------------------------------------------------
 
 NEG = defop(
-    "neg", np.negative, ("self",),
+    "neg", "negative", ("self",),
     vjp={"self": lambda F, g: -g}, jvp={"self": lambda F, t: -t},
     math={"self": "grad_x = -grad", "out": "dy = -dx"}, source=CALCULUS,
 )
 SIGN = defop(
-    "sign", np.sign, ("self",),
+    "sign", "sign", ("self",),
     vjp={"self": lambda F, g: F.zeros_like(g)}, jvp={"self": lambda F, t: F.zeros_like(t)},
     math={"self": "grad_x = 0", "out": "dy = 0"},
     source="sign is piecewise constant; 0 everywhere as in PyTorch",
 )
-ABS = elementwise("abs", np.abs, lambda F, self: F.sign(F.where(self == self, self, 0.0)),
+ABS = elementwise("abs", "abs", lambda F, self: F.sign(F.where(self == self, self, 0.0)),
                   math="sign(x)  (0 at x = 0 and at NaN)",
                   source=CALCULUS + "; subgradient 0 at x = 0 and at NaN, as in PyTorch")
-EXP = elementwise("exp", np.exp, lambda F, out: out, math="exp(x)", source=CALCULUS)
-LOG = elementwise("log", np.log, lambda F, self: 1 / self, math="1 / x", source=CALCULUS)
-LOG1P = elementwise("log1p", np.log1p, lambda F, self: 1 / (1 + self), math="1 / (1 + x)",
+EXP = elementwise("exp", "exp", lambda F, out: out, math="exp(x)", source=CALCULUS)
+LOG = elementwise("log", "log", lambda F, self: 1 / self, math="1 / x", source=CALCULUS)
+LOG1P = elementwise("log1p", "log1p", lambda F, self: 1 / (1 + self), math="1 / (1 + x)",
                     source=CALCULUS)
-EXPM1 = elementwise("expm1", np.expm1, lambda F, out: out + 1, math="exp(x) = y + 1",
+EXPM1 = elementwise("expm1", "expm1", lambda F, out: out + 1, math="exp(x) = y + 1",
                     source=CALCULUS)
-SQRT = elementwise("sqrt", np.sqrt, lambda F, out: 0.5 / out, math="1 / (2 sqrt(x))",
+SQRT = elementwise("sqrt", "sqrt", lambda F, out: 0.5 / out, math="1 / (2 sqrt(x))",
                    source=CALCULUS)
-SIN = elementwise("sin", np.sin, lambda F, self: F.cos(self), math="cos(x)", source=CALCULUS)
-COS = elementwise("cos", np.cos, lambda F, self: -F.sin(self), math="-sin(x)", source=CALCULUS)
-TAN = elementwise("tan", np.tan, lambda F, out: 1 + out * out, math="1 + tan(x)^2",
+SIN = elementwise("sin", "sin", lambda F, self: F.cos(self), math="cos(x)", source=CALCULUS)
+COS = elementwise("cos", "cos", lambda F, self: -F.sin(self), math="-sin(x)", source=CALCULUS)
+TAN = elementwise("tan", "tan", lambda F, out: 1 + out * out, math="1 + tan(x)^2",
                   source=CALCULUS)
-TANH = elementwise("tanh", np.tanh, lambda F, out: 1 - out * out, math="1 - tanh(x)^2",
+TANH = elementwise("tanh", "tanh", lambda F, out: 1 - out * out, math="1 - tanh(x)^2",
                    source=CALCULUS)
-SIGMOID = elementwise("sigmoid", special.expit, lambda F, out: out * (1 - out),
+SIGMOID = elementwise("sigmoid", "expit", lambda F, out: out * (1 - out),
                       math="s (1 - s), s = sigmoid(x)", source=CALCULUS)
-RELU = elementwise("relu", lambda x: np.maximum(x, 0), lambda F, out: ~(out <= 0),
+RELU = elementwise("relu", xp_kernel(lambda xp, x: xp.maximum(x, 0.0)), lambda F, out: ~(out <= 0),
                    math="[x > 0]  (1 at NaN)",
                    source=CALCULUS + "; subgradient 0 at x = 0 and NaN passing the gradient, as "
                    "PyTorch's threshold_backward")
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
-ERF = elementwise("erf", special.erf, lambda F, self: _TWO_OVER_SQRT_PI * F.exp(-self * self),
+ERF = elementwise("erf", "erf", lambda F, self: _TWO_OVER_SQRT_PI * F.exp(-self * self),
                   math="2 / sqrt(pi) * exp(-x^2)",
                   source="Abramowitz and Stegun (1964), eq. 7.1.19")
 
@@ -261,7 +261,8 @@ CLAMP = defop(
 
 
 CLAMP_TENSOR = defop(
-    "clamp_tensor", lambda x, lo, hi: np.minimum(np.maximum(x, lo), hi), ("self", "min", "max"),
+    "clamp_tensor",
+    xp_kernel(lambda xp, x, lo, hi: xp.minimum(xp.maximum(x, lo), hi)), ("self", "min", "max"),
     vjp={"self": lambda F, g, self, min, max: g * ((self >= min) & (self <= max)),
          "min": lambda F, g, self, min: g * (self < min),
          "max": lambda F, g, self, max: g * (self > max)},
@@ -276,8 +277,9 @@ CLAMP_TENSOR = defop(
 )
 
 
-def _cast(x, dtype, src_dtype):
-    return np.asarray(x).astype(dtype, copy=True)
+@xp_kernel
+def _cast(xp, x, dtype, src_dtype):
+    return xp.astype(x, dtype, copy=True)
 
 
 TO_COPY = defop(
@@ -288,7 +290,7 @@ TO_COPY = defop(
     source="a dtype conversion is the identity map up to rounding",
 )
 CLONE = defop(
-    "clone", lambda x: np.array(x, copy=True), ("self",),
+    "clone", xp_kernel(lambda xp, x: xp.asarray(x, copy=True)), ("self",),
     vjp={"self": lambda F, g: g}, jvp={"self": lambda F, t: t},
     math={"self": "grad_x = grad", "out": "dy = dx"}, source="the identity map",
 )

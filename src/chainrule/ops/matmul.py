@@ -21,7 +21,7 @@ GILES = ("Giles (2008), An extended collection of matrix derivative results, Rep
          "the matrix product")
 
 MM = defop(
-    "mm", np.matmul, ("self", "mat2"),
+    "mm", "matmul", ("self", "mat2"),
     vjp={"self": lambda F, g, mat2: F.matmul(g, F.mT(mat2)),
          "mat2": lambda F, g, self: F.matmul(F.mT(self), g)},
     jvp={"self": lambda F, t, mat2: F.matmul(t, mat2),
@@ -55,7 +55,7 @@ def _matmul_other(F, g, self, other):
 
 
 MATMUL = defop(
-    "matmul", np.matmul, ("self", "other"),
+    "matmul", "matmul", ("self", "other"),
     vjp={"self": _matmul_self, "other": _matmul_other},
     jvp={"self": lambda F, t, other: F.matmul(t, other),
          "other": lambda F, t, self: F.matmul(self, t)},

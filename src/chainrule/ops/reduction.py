@@ -15,6 +15,7 @@ from scipy import special
 from .._dispatch import apply
 from .._table import defop, documented
 from .._tensor import Tensor
+from ..backend import xp_kernel
 from ._dims import wrap_dim, wrap_dims
 
 __all__ = ["sum", "mean", "prod", "amax", "amin", "max", "min", "var", "std", "logsumexp",
@@ -62,7 +63,7 @@ SOURCE = ("Giles (2008), An extended collection of matrix derivative results, Re
           "(sums and products are linear / multilinear maps)")
 
 SUM = defop(
-    "sum", lambda x, dim, keepdim: np.sum(x, axis=dim, keepdims=keepdim), ("self",),
+    "sum", xp_kernel(lambda xp, x, dim, keepdim: xp.sum(x, axis=dim, keepdims=keepdim)), ("self",),
     attrs=("dim", "keepdim"),
     vjp={"self": lambda F, g, self_shape, dim, keepdim:
          _unreduce(F, g, self_shape, dim, keepdim)},
@@ -71,7 +72,8 @@ SUM = defop(
     source="linear map: its VJP is the transpose, a broadcast",
 )
 MEAN = defop(
-    "mean", lambda x, dim, keepdim: np.mean(x, axis=dim, keepdims=keepdim), ("self",),
+    "mean",
+    xp_kernel(lambda xp, x, dim, keepdim: xp.mean(x, axis=dim, keepdims=keepdim)), ("self",),
     attrs=("dim", "keepdim"),
     vjp={"self": lambda F, g, self_shape, dim, keepdim:
          _unreduce(F, g, self_shape, dim, keepdim) / _count(self_shape, dim)},
@@ -94,7 +96,8 @@ def _prod_jvp(F, t, self, out, dim, keepdim):
 
 
 PROD = defop(
-    "prod", lambda x, dim, keepdim: np.prod(x, axis=dim, keepdims=keepdim), ("self",),
+    "prod",
+    xp_kernel(lambda xp, x, dim, keepdim: xp.prod(x, axis=dim, keepdims=keepdim)), ("self",),
     attrs=("dim", "keepdim"),
     vjp={"self": _prod_vjp}, jvp={"self": _prod_jvp},
     math={"self": "grad_x_i = grad * prod_{j != i} x_j  (= grad * y / x_i without zeros)",

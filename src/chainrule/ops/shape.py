@@ -13,6 +13,7 @@ import numpy as np
 from .._dispatch import ShapeError, apply
 from .._table import defop, documented
 from .._tensor import Tensor
+from ..backend import xp_kernel
 from ._dims import DimensionError, wrap_dim, wrap_dims
 
 __all__ = ["reshape", "view", "flatten", "transpose", "swapaxes", "t", "permute", "squeeze",
@@ -34,7 +35,7 @@ def _sizes(args):
 
 
 RESHAPE = defop(
-    "reshape", np.reshape, ("self",), attrs=("shape",), view="unless it copies",
+    "reshape", "reshape", ("self",), attrs=("shape",), view="unless it copies",
     vjp={"self": lambda F, g, self_shape: F.reshape(g, self_shape)},
     jvp={"self": lambda F, t, shape: F.reshape(t, shape)},
     math={"self": "grad_x = reshape(grad, x.shape)", "out": "dy = reshape(dx, shape)"},
@@ -91,7 +92,7 @@ def flatten(input, start_dim=0, end_dim=-1):
 
 
 TRANSPOSE = defop(
-    "transpose", np.swapaxes, ("self",), attrs=("dim0", "dim1"), view=True,
+    "transpose", "swapaxes", ("self",), attrs=("dim0", "dim1"), view=True,
     vjp={"self": lambda F, g, dim0, dim1: F.transpose(g, dim0, dim1)},
     jvp={"self": lambda F, t, dim0, dim1: F.transpose(t, dim0, dim1)},
     math={"self": "grad_x = transpose(grad, dim0, dim1)", "out": "dy = transpose(dx)"},
@@ -122,7 +123,7 @@ def t(input):
 
 
 PERMUTE = defop(
-    "permute", np.transpose, ("self",), attrs=("dims",), view=True,
+    "permute", "permute_dims", ("self",), attrs=("dims",), view=True,
     vjp={"self": lambda F, g, dims: F.permute(g, tuple(np.argsort(dims)))},
     jvp={"self": lambda F, t, dims: F.permute(t, dims)},
     math={"self": "grad_x = permute(grad, inverse(dims))", "out": "dy = permute(dx, dims)"},
@@ -181,7 +182,7 @@ def unsqueeze(input, dim):
 
 
 EXPAND = defop(
-    "expand", np.broadcast_to, ("self",), attrs=("shape",), view=True,
+    "expand", "broadcast_to", ("self",), attrs=("shape",), view=True,
     vjp={"self": lambda F, g: g},
     jvp={"self": lambda F, t, shape: F.expand(t, shape)},
     math={"self": "grad_x = sum of grad over the expanded dims (done by the engine)",
@@ -221,7 +222,7 @@ def _split_back(F, g, needs, dim, sizes):
 
 
 CAT = defop(
-    "cat", lambda xs, dim, sizes: np.concatenate(xs, axis=dim), ("tensors",),
+    "cat", xp_kernel(lambda xp, xs, dim, sizes: xp.concat(xs, axis=dim)), ("tensors",),
     attrs=("dim", "sizes"), variadic=True,
     vjp={"tensors": _split_back},
     jvp={"tensors": lambda F, ts, tensors_shape, dim, sizes: F.cat(
@@ -261,7 +262,7 @@ def _unstack(F, g, needs, dim):
 
 
 STACK = defop(
-    "stack", lambda xs, dim: np.stack(xs, axis=dim), ("tensors",), attrs=("dim",),
+    "stack", xp_kernel(lambda xp, xs, dim: xp.stack(xs, axis=dim)), ("tensors",), attrs=("dim",),
     variadic=True,
     vjp={"tensors": _unstack},
     jvp={"tensors": lambda F, ts, tensors_shape, dim: F.stack(

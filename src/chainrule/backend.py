@@ -1,0 +1,274 @@
+"""Backends: which array library a tensor's data belongs to, and how to compute with it.
+
+A tensor's data is an array of NumPy (the default), Dask (a lazy array on a cluster),
+CuPy (a GPU) or any library that implements the Python Array API standard (found through
+``array-api-compat``). The backend is resolved from the array's type, once per type (a
+registry keyed on the class, like HIPS autograd's ``VSpace.register``); the dispatcher's
+NumPy fast path never looks it up.
+
+A backend gives:
+
+- ``xp``: the namespace kernels and rules compute with (the Array API standard's names),
+  extended by a small provider table with what the standard lacks (``einsum``, special
+  functions, LAPACK-level linalg). A name a backend does not provide raises
+  NotImplementedError naming the name and the backend.
+- ``device(array)``: a :class:`device` (``type`` and ``index``), as PyTorch's.
+- ``lazy``: True for Dask: nothing is computed until the user asks (``Tensor.numpy()``,
+  :func:`chainrule.compute`).
+- ``kernel(op)``: the op's forward kernel bound to this backend (cached per op).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+from types import SimpleNamespace
+
+import numpy as np
+
+__all__ = ["device", "Backend", "backend_of", "register_backend", "NUMPY", "kernel_for",
+           "xp_kernel"]
+
+
+class device:
+    """Where a tensor's data lives: ``type`` ("cpu", "cuda", or an Array API library's
+    device name) and ``index`` (None when the type has one device). Compares equal to its
+    string form (``device("cuda:0") == "cuda:0"``), as PyTorch's ``torch.device``."""
+
+    __slots__ = ("type", "index")
+
+    def __init__(self, type, index=None):
+        if isinstance(type, device):
+            type, index = type.type, type.index
+        elif isinstance(type, str) and ":" in type and index is None:
+            type, _, idx = type.partition(":")
+            index = int(idx)
+        self.type = str(type)
+        self.index = None if index is None else int(index)
+
+    def __str__(self):
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+    def __repr__(self):
+        idx = "" if self.index is None else f", index={self.index}"
+        return f"device(type='{self.type}'{idx})"
+
+    def __eq__(self, other):
+        if isinstance(other, str):
+            other = device(other)
+        if not isinstance(other, device):
+            return NotImplemented
+        return self.type == other.type and (self.index or 0) == (other.index or 0)
+
+    def __hash__(self):
+        return hash((self.type, self.index or 0))
+
+
+CPU = device("cpu")
+
+
+def xp_kernel(fn):
+    """Mark ``fn(xp, *arrays, *attrs)`` as a forward kernel written against an array
+    namespace (it then runs on every backend); a plain callable is a NumPy-only kernel."""
+    fn.xp = True
+    return fn
+
+
+class _Namespace(SimpleNamespace):
+    """A backend's namespace: the library's Array API names plus its providers. A missing
+    name raises NotImplementedError naming it and the backend."""
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise NotImplementedError(
+            f"{name} is not available on the {self.__dict__.get('_backend', '?')} backend "
+            "(neither its array namespace nor chainrule's provider table for it has it)")
+
+
+class Backend:
+    """One array library. See the module docstring."""
+
+    def __init__(self, name, xp, *, lazy=False, providers=None, device_of=None,
+                 to_numpy=None, from_numpy=None):
+        self.name = name
+        ns = {k: getattr(xp, k) for k in dir(xp) if not k.startswith("_")}
+        ns.update(providers or {})
+        ns["_backend"] = name
+        self.xp = _Namespace(**ns)
+        self.lazy = lazy
+        self._device_of = device_of or (lambda a: CPU)
+        self._to_numpy = to_numpy or np.asarray
+        self._from_numpy = from_numpy
+        self._kernels = {}
+        self._raw = None
+
+    def __repr__(self):
+        return f"<backend {self.name}>"
+
+    def device(self, array):
+        return self._device_of(array)
+
+    def to_numpy(self, array):
+        """An explicit host copy: Dask computes, CuPy copies from the GPU."""
+        return self._to_numpy(array)
+
+    def from_numpy(self, array, like=None):
+        if self._from_numpy is None:
+            raise NotImplementedError(f"moving data onto the {self.name} backend is not "
+                                      "supported")
+        return self._from_numpy(array, like)
+
+    def kernel(self, op):
+        """``op``'s forward kernel on this backend (NotImplementedError when the op's
+        kernel computes with NumPy only)."""
+        k = self._kernels.get(op.name)
+        if k is None:
+            k = self._kernels[op.name] = kernel_for(op.kernel, self, op.name)
+        return k
+
+
+def kernel_for(forward, backend, name):
+    """Bind a declared kernel to a backend: an Array API function name (``"exp"``), an
+    :func:`xp_kernel`, or (NumPy backend only) a plain NumPy callable."""
+    if isinstance(forward, str):
+        return getattr(backend.xp, forward) if backend is not NUMPY else _np_name(forward)
+    if getattr(forward, "xp", False):
+        return functools.partial(forward, backend.xp)
+    if backend is NUMPY:
+        return forward
+
+    def refuse(*args, **kwargs):
+        raise NotImplementedError(
+            f"{name}: its forward kernel computes with NumPy only, so it cannot run on the "
+            f"{backend.name} backend (see KNOWN_GAPS in tests/backends.py)")
+
+    return refuse
+
+
+def _np_name(name):
+    fn = getattr(np, name, None)
+    if fn is None:
+        fn = getattr(NUMPY.xp, name)
+    return fn
+
+
+# --- the registry ----------------------------------------------------------------------
+
+_BY_TYPE: dict[type, Backend] = {}
+
+
+def register_backend(array_type, backend):
+    """Use ``backend`` for arrays of exactly ``array_type``."""
+    _BY_TYPE[array_type] = backend
+
+
+def backend_of(array):
+    """The backend of ``array`` (resolved from its type once, then cached). Python scalars
+    and NumPy scalars belong to NumPy. Raises TypeError for an object that is no array."""
+    cls = array.__class__
+    b = _BY_TYPE.get(cls)
+    if b is not None:
+        return b
+    b = _resolve(array)
+    _BY_TYPE[cls] = b
+    return b
+
+
+def _resolve(array):
+    if isinstance(array, (np.ndarray, np.generic, float, int, bool, complex)):
+        return NUMPY
+    module = type(array).__module__.split(".")[0]
+    if module == "dask":
+        return _dask()
+    if module == "cupy":
+        return _cupy()
+    try:
+        from array_api_compat import array_namespace
+    except ImportError as error:  # pragma: no cover - a dependency
+        raise TypeError(f"{type(array).__name__} is not an array chainrule knows") from error
+    try:
+        xp = array_namespace(array)
+    except TypeError as error:
+        raise TypeError(f"{type(array).__name__} is not an array chainrule knows (NumPy, "
+                        "Dask, CuPy or an Array API library)") from error
+    return _array_api(xp)
+
+
+def _numpy_backend():
+    from scipy import special
+
+    providers = {"expit": special.expit, "erf": special.erf, "einsum": np.einsum,
+                 "swapaxes": np.swapaxes}
+    return Backend("numpy", np, providers=providers, to_numpy=np.asarray,
+                   from_numpy=lambda a, like: np.asarray(a))
+
+
+NUMPY = _numpy_backend()
+register_backend(np.ndarray, NUMPY)
+
+
+@functools.lru_cache(maxsize=None)
+def _dask():
+    import dask.array as da
+    from array_api_compat import dask as _compat  # noqa: F401
+    from scipy import special
+
+    xp = importlib.import_module("array_api_compat.dask.array")
+    providers = {
+        # scipy's ufuncs act on Dask arrays lazily, chunk by chunk (__array_ufunc__)
+        "expit": special.expit, "erf": special.erf,
+        "einsum": da.einsum, "swapaxes": da.swapaxes,
+    }
+
+    def to_numpy(a):
+        return np.asarray(a.compute())
+
+    def from_numpy(a, like):
+        chunks = "auto" if like is None else like.chunks
+        return da.from_array(np.asarray(a), chunks=chunks)
+
+    return Backend("dask", xp, lazy=True, providers=providers, to_numpy=to_numpy,
+                   from_numpy=from_numpy)
+
+
+@functools.lru_cache(maxsize=None)
+def _cupy():  # pragma: no cover - needs a GPU
+    import cupy
+    from cupyx.scipy import special
+
+    xp = importlib.import_module("array_api_compat.cupy")
+    providers = {"expit": special.expit, "erf": special.erf, "einsum": cupy.einsum,
+                 "swapaxes": cupy.swapaxes}
+    return Backend("cupy", xp, providers=providers,
+                   device_of=lambda a: device("cuda", a.device.id),
+                   to_numpy=cupy.asnumpy, from_numpy=lambda a, like: cupy.asarray(a))
+
+
+@functools.lru_cache(maxsize=None)
+def _array_api(xp):
+    name = xp.__name__.split(".")[-1] if xp.__name__.startswith("array_api_compat") \
+        else xp.__name__
+
+    def device_of(a):
+        d = str(a.device)  # e.g. "array_api_strict.Device('device1')" or "cpu"
+        inner = d.split("'")[1] if "'" in d else d
+        return device(inner if inner == "cpu" else f"{name}.{inner}")
+
+    def to_numpy(a):
+        # DLPack to the host; a library that refuses host copies on this device raises
+        return np.asarray(xp.asarray(a, device=_default_device(xp)))
+
+    def from_numpy(a, like):
+        return xp.asarray(a, device=None if like is None else like.device)
+
+    providers = {}
+    if hasattr(xp, "einsum"):
+        providers["einsum"] = xp.einsum
+    return Backend(name, xp, providers=providers, device_of=device_of, to_numpy=to_numpy,
+                   from_numpy=from_numpy)
+
+
+def _default_device(xp):
+    info = getattr(xp, "__array_namespace_info__", None)
+    return info().default_device() if info is not None else None
