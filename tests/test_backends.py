@@ -135,3 +135,17 @@ def test_device_api():
     np.testing.assert_array_equal(d.numpy(), [0.0, 1.0, 2.0])
     with pytest.raises(TypeError, match="from_dlpack"):
         cr.from_dlpack([1.0])
+
+
+def test_distributed_regression_example_runs_small():
+    pytest.importorskip("dask.distributed")
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "examples" / "distributed_regression.py"
+    spec = importlib.util.spec_from_file_location("distributed_regression", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    # the gradient on Dask equals NumPy's and the by-hand formula (checked inside)
+    assert module.check_against_numpy(module.ridge_loss) < 1e-10
+    assert module.main(["--small", "--steps", "2"]) == 0  # a LocalCluster, stopped after
