@@ -149,3 +149,31 @@ def test_distributed_regression_example_runs_small():
     # the gradient on Dask equals NumPy's and the by-hand formula (checked inside)
     assert module.check_against_numpy(module.ridge_loss) < 1e-10
     assert module.main(["--small", "--steps", "2"]) == 0  # a LocalCluster, stopped after
+
+
+def _example(name):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "examples" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_gpu_mlp_example_logic_runs_on_numpy():
+    # the same script with NumPy arrays: its gradient check (against backprop by hand) and
+    # its training loop run everywhere; the GPU run below needs CuPy and a GPU
+    pytest.importorskip("sklearn")
+    module = _example("gpu_mlp")
+    assert module.main(["--device", "cpu", "--small"]) == 0
+
+
+def test_gpu_mlp_example_on_the_gpu():
+    pytest.importorskip("cupy")
+    pytest.importorskip("sklearn")
+    module = _example("gpu_mlp")
+    if module.gpu_problem() is not None:
+        pytest.skip(module.gpu_problem())
+    assert module.main(["--small"]) == 0

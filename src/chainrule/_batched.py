@@ -36,11 +36,10 @@ from types import SimpleNamespace
 import numpy as np
 
 from . import _ns
-from ._ns import RAW, _prod_others
+from ._ns import RAW
 from ._tensor import Tensor
 from .ops.einsum import parse as _parse_einsum
 from .ops.indexing import _index_put
-from .ops.matmul import _diagonal_scatter
 from .ops.nn import log_softmax_array, softmax_array
 
 __all__ = ["Batched", "BATCHED", "namespace"]
@@ -460,9 +459,9 @@ def _reduction(raw, kernel):
 
 def _prod_others_batched(x, dim):
     if not isinstance(x, Batched):
-        return _prod_others(x, dim)
+        return RAW.prod_others(x, dim)
     axes = _axes(dim, x.ndim)
-    return Batched(_prod_others(x.data, (axes,) if isinstance(axes, int) else axes))
+    return Batched(RAW.prod_others(x.data, (axes,) if isinstance(axes, int) else axes))
 
 
 def _rows2d(x):
@@ -539,13 +538,13 @@ def _diagonal(x, offset=0, axis1=0, axis2=1):
 
 def _diagonal_scatter_batched(x, src, offset=0, dim1=0, dim2=1):
     if not (isinstance(x, Batched) or isinstance(src, Batched)):
-        return _diagonal_scatter(x, src, offset, dim1, dim2)
+        return RAW.diagonal_scatter(x, src, offset, dim1, dim2)
     B = _batch_size((x, src))
     nd = _ndim(x)
     data = _full(x, B)
     if isinstance(src, Batched):
         src = _lift(src, nd - 1)
-    return Batched(_diagonal_scatter(data, src, offset, _axis(dim1, nd), _axis(dim2, nd)))
+    return Batched(RAW.diagonal_scatter(data, src, offset, _axis(dim1, nd), _axis(dim2, nd)))
 
 
 def _triangle(raw):

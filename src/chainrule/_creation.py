@@ -116,8 +116,8 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
         data = data if dtype is None else xp.astype(data, dtype)
         return _make(xp.asarray(data, copy=True) if not backend_of(data).lazy else data,
                      requires_grad, device)
-    return _on_device(_make(_float_default(np.array(data, dtype=dtype), dtype, from_python),
-                            requires_grad), dev)
+    return _make(_float_default(np.array(data, dtype=dtype), dtype, from_python),
+                 requires_grad, dev)
 
 
 def as_tensor(data, dtype=None):
@@ -263,7 +263,7 @@ def _sample(op, draw, size, dtype, device, requires_grad, kwargs):
     shape = _shape(size, kwargs.pop("size", None))
     _no_extra(kwargs, op)
     data = _float_default(draw(default_generator, shape), dtype)
-    return _make(data if dtype is None else data.astype(dtype), requires_grad)
+    return _make(data if dtype is None else data.astype(dtype), requires_grad, device)
 
 
 def rand(*size, dtype=None, device=None, requires_grad=False, **kwargs):

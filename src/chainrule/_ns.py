@@ -1,169 +1,193 @@
 """The namespaces ``F`` that derivative rules compute with.
 
-- :data:`RAW`: NumPy on plain arrays, for a first-order backward (no graph, full speed).
-- :func:`differentiable`: the same names over chainrule's own ops on Tensors, so that a
-  backward pass run with it is itself recorded (higher-order derivatives).
+Every name a rule may use is declared once here (or by an op family through
+:func:`register`), as a function of a backend's array namespace ``xp``: the namespace of a
+backend is generated from these declarations, never listed by hand.
 
-Rules use only the names registered here (and Python operators), which is what lets one
-formula serve both. This module is a registry of the core: the op families (higher layers)
-register the names their rules use, with both versions (:func:`register`), and the ops
-layer gives the differentiable versions of the NumPy names below
-(:func:`register_differentiable`). ``tests/test_table.py`` checks that both namespaces
-define them all.
+- :data:`RAW`: the declarations bound to NumPy, for a first-order backward on plain
+  arrays (no graph, full speed); :func:`raw_for` gives the same on any backend (Dask,
+  CuPy, Array API libraries), with constructors on the backend's device.
+- :func:`differentiable`: the same names over chainrule's own ops on Tensors, so that a
+  backward pass run with it is itself recorded (higher-order derivatives). The ops layer
+  gives them (:func:`register_differentiable`); :func:`differentiable` refuses to run
+  while a declared name lacks one.
+
+Rules use only these names (and Python operators), which is what lets one formula serve
+every namespace; :func:`chainrule._table.defop` checks a rule's ``F.<name>`` uses against
+:func:`names` when the op is declared.
 """
 
 from __future__ import annotations
 
 from types import SimpleNamespace
 
-import numpy as np
-from scipy import special
+from .backend import NUMPY
 
 
-def _prod_others(x, dim):
+def _prod_others(xp, x, dim):
     """prod_{j != i} x_j along ``dim`` (all entries when None), exact with zeros."""
     shape = x.shape
     if dim is None:
-        flat = x.reshape(-1)
-        return _prod_others(flat, (0,)).reshape(shape)
-    moved = np.moveaxis(x, dim, tuple(range(x.ndim - len(dim), x.ndim)))
-    lead = moved.shape[: x.ndim - len(dim)]
-    flat = moved.reshape(lead + (-1,))
-    ones = np.ones(lead + (1,), dtype=x.dtype)
-    left = np.cumprod(np.concatenate([ones, flat[..., :-1]], axis=-1), axis=-1)
-    right = np.cumprod(np.concatenate([ones, flat[..., :0:-1]], axis=-1), axis=-1)[..., ::-1]
-    out = (left * right).reshape(moved.shape)
-    return np.moveaxis(out, tuple(range(x.ndim - len(dim), x.ndim)), dim)
+        return xp.reshape(_prod_others(xp, xp.reshape(x, (-1,)), (0,)), shape)
+    n, k = x.ndim, len(dim)
+    last = tuple(range(n - k, n))
+    moved = xp.moveaxis(x, dim, last)
+    flat = xp.reshape(moved, moved.shape[: n - k] + (-1,))
+    ones = xp.ones_like(flat[..., :1])
+    left = xp.cumulative_prod(xp.concat([ones, flat[..., :-1]], axis=-1), axis=-1)
+    right = xp.flip(xp.cumulative_prod(
+        xp.concat([ones, xp.flip(flat[..., 1:], axis=-1)], axis=-1), axis=-1), axis=-1)
+    return xp.moveaxis(xp.reshape(left * right, moved.shape), last, dim)
 
 
-RAW = SimpleNamespace(
-    where=np.where,
-    exp=np.exp,
-    log=np.log,
-    sin=np.sin,
-    cos=np.cos,
-    abs=np.abs,
-    sign=np.sign,
-    sigmoid=special.expit,
-    zeros_like=np.zeros_like,
-    ones_like=np.ones_like,
-    zeros=lambda shape, dtype: np.zeros(shape, dtype),
-    ones=lambda shape, dtype: np.ones(shape, dtype),
-    eye=lambda n, m=None, dtype=None: np.eye(n, m, dtype=dtype),
-    cast=lambda x, dtype: np.asarray(x).astype(dtype, copy=False),
-    reshape=np.reshape,
-    expand=np.broadcast_to,
-    unsqueeze=np.expand_dims,
-    squeeze=np.squeeze,
-    transpose=np.swapaxes,
-    permute=np.transpose,
-    mT=lambda x: np.swapaxes(x, -1, -2),
-    sum=lambda x, dim, keepdim: np.sum(x, axis=dim, keepdims=keepdim),
-    mean=lambda x, dim, keepdim: np.mean(x, axis=dim, keepdims=keepdim),
-    prod_others=_prod_others,
-    matmul=np.matmul,
-    trace=np.trace,
-    diag=np.diag,
-    diagonal=np.diagonal,
-    tril=np.tril,
-    triu=np.triu,
-    einsum=lambda eq, *ops: np.einsum(eq, *ops, optimize=len(ops) > 2),
-    cat=lambda xs, dim: np.concatenate(xs, axis=dim),
-    stack=lambda xs, dim: np.stack(xs, axis=dim),
-)
-
-
-_DIFFERENTIABLE = {}
-_CACHE = {}
-_GENERIC = {}  # name -> fn(xp) giving the raw version on any backend (from register(xp=))
-
-
-def _missing(name, backend):
-    def refuse(*args, **kwargs):
-        raise NotImplementedError(f"the derivative rules need {name}, which the {backend} "
-                                  "backend does not provide")
-    return refuse
-
-
-def _has(xp, name):
-    return name in vars(xp)
-
-
-def make_raw(backend):
-    """The rule namespace on arrays of ``backend`` (not NumPy: that is :data:`RAW`),
-    generated from its Array API namespace ``xp`` and the generic versions of registered
-    names. A name the backend cannot provide raises NotImplementedError when called,
-    naming it and the backend."""
-    xp = backend.xp
-    name = backend.name
-
-    def pick(attr):
-        return getattr(xp, attr) if _has(xp, attr) else _missing(attr, name)
-
-    def swap(x, a, b):
-        axes = list(range(x.ndim))
-        axes[a], axes[b] = axes[b], axes[a]
-        return xp.permute_dims(x, tuple(axes))
-
+def _squeeze(xp):
     def squeeze(x, dim=None):
         if dim is None:
             dim = tuple(i for i, n in enumerate(x.shape) if n == 1)
         return xp.squeeze(x, axis=dim)
 
-    ns = dict(
-        where=xp.where, exp=xp.exp, log=xp.log, sin=xp.sin, cos=xp.cos, abs=xp.abs,
-        sign=xp.sign, sigmoid=pick("expit"),
-        zeros_like=xp.zeros_like, ones_like=xp.ones_like,
-        zeros=lambda shape, dtype: xp.zeros(shape, dtype=dtype),
-        ones=lambda shape, dtype: xp.ones(shape, dtype=dtype),
-        eye=lambda n, m=None, dtype=None: xp.eye(n, m, dtype=dtype),
-        cast=lambda x, dtype: xp.astype(x, dtype, copy=False),
-        reshape=xp.reshape, expand=xp.broadcast_to, unsqueeze=xp.expand_dims,
-        squeeze=squeeze, transpose=pick("swapaxes") if _has(xp, "swapaxes") else swap,
-        permute=xp.permute_dims, mT=xp.matrix_transpose,
-        sum=lambda x, dim, keepdim: xp.sum(x, axis=dim, keepdims=keepdim),
-        mean=lambda x, dim, keepdim: xp.mean(x, axis=dim, keepdims=keepdim),
-        prod_others=_missing("prod_others", name),
-        matmul=xp.matmul, trace=pick("trace"), diag=pick("diag"), diagonal=pick("diagonal"),
-        tril=pick("tril"), triu=pick("triu"), einsum=pick("einsum"),
-        cat=lambda xs, dim: xp.concat(xs, axis=dim),
-        stack=lambda xs, dim: xp.stack(xs, axis=dim),
-    )
-    for key in vars(RAW):
-        if key not in ns:
-            ns[key] = _GENERIC[key](xp) if key in _GENERIC else _missing(key, name)
-    return SimpleNamespace(**ns)
+    return squeeze
 
 
-def raw_for(backend):
-    """The first-order rule namespace of ``backend`` (cached; :data:`RAW` for NumPy)."""
-    if backend.name == "numpy":
-        return RAW
-    key = ("raw", backend.name, len(vars(RAW)))
-    ns = _CACHE.get(key)
-    if ns is None:
-        ns = _CACHE[key] = make_raw(backend)
+def _onehot(xp, dev, lazy):
+    """onehot(index, n, dim, dtype): ``dtype`` array, 1 where the position along the new
+    axis ``dim`` (of length ``n``) equals ``index`` (an integer array), else 0."""
+    def onehot(index, n, dim, dtype):
+        index = xp.expand_dims(index, axis=dim)
+        shape = [1] * index.ndim
+        shape[dim] = n
+        positions = xp.reshape(xp.arange(n, dtype=index.dtype, **dev), tuple(shape))
+        return xp.astype(positions == index, dtype)
+
+    return onehot
+
+
+def _maybe_any(xp, lazy):
+    """maybe_any(mask): False only when ``mask`` is known to be all False (a lazy
+    backend answers True without computing, so a rule takes its general branch)."""
+    if lazy:
+        return lambda mask: True
+    return lambda mask: bool(xp.any(mask))
+
+
+# name -> declare(xp, dev, lazy) -> the function rules call. ``dev`` is {} or
+# {"device": d}: constructors make arrays on the device of the arrays being
+# differentiated (array-api-strict's device1, a GPU).
+_DECLARED = {
+    "where": lambda xp, dev, lazy: xp.where,
+    "exp": lambda xp, dev, lazy: xp.exp,
+    "log": lambda xp, dev, lazy: xp.log,
+    "sin": lambda xp, dev, lazy: xp.sin,
+    "cos": lambda xp, dev, lazy: xp.cos,
+    "abs": lambda xp, dev, lazy: xp.abs,
+    "sign": lambda xp, dev, lazy: xp.sign,
+    "sigmoid": lambda xp, dev, lazy: xp.expit,
+    "zeros_like": lambda xp, dev, lazy: xp.zeros_like,
+    "ones_like": lambda xp, dev, lazy: xp.ones_like,
+    "zeros": lambda xp, dev, lazy: lambda shape, dtype: xp.zeros(shape, dtype=dtype, **dev),
+    "ones": lambda xp, dev, lazy: lambda shape, dtype: xp.ones(shape, dtype=dtype, **dev),
+    "eye": lambda xp, dev, lazy: lambda n, m=None, dtype=None: xp.eye(n, m, dtype=dtype,
+                                                                       **dev),
+    "cast": lambda xp, dev, lazy: lambda x, dtype: xp.astype(xp.asarray(x), dtype,
+                                                             copy=False),
+    "reshape": lambda xp, dev, lazy: xp.reshape,
+    "expand": lambda xp, dev, lazy: xp.broadcast_to,
+    "unsqueeze": lambda xp, dev, lazy: xp.expand_dims,
+    "squeeze": lambda xp, dev, lazy: _squeeze(xp),
+    "transpose": lambda xp, dev, lazy: xp.swapaxes,
+    "permute": lambda xp, dev, lazy: xp.permute_dims,
+    "mT": lambda xp, dev, lazy: xp.matrix_transpose,
+    "sum": lambda xp, dev, lazy: lambda x, dim, keepdim: xp.sum(x, axis=dim, keepdims=keepdim),
+    "mean": lambda xp, dev, lazy: lambda x, dim, keepdim: xp.mean(x, axis=dim,
+                                                                  keepdims=keepdim),
+    "prod_others": lambda xp, dev, lazy: lambda x, dim: _prod_others(xp, x, dim),
+    "maybe_any": lambda xp, dev, lazy: _maybe_any(xp, lazy),
+    "onehot": _onehot,
+    "matmul": lambda xp, dev, lazy: xp.matmul,
+    "trace": lambda xp, dev, lazy: xp.trace,
+    "diag": lambda xp, dev, lazy: xp.diag,
+    "diagonal": lambda xp, dev, lazy: xp.diagonal,
+    "diagonal_scatter": lambda xp, dev, lazy: xp.diagonal_scatter,
+    "tril": lambda xp, dev, lazy: lambda x, k=0: xp.tril(x, k=k),
+    "triu": lambda xp, dev, lazy: lambda x, k=0: xp.triu(x, k=k),
+    "einsum": lambda xp, dev, lazy: xp.einsum,
+    "cat": lambda xp, dev, lazy: lambda xs, dim: xp.concat(xs, axis=dim),
+    "stack": lambda xp, dev, lazy: lambda xs, dim: xp.stack(xs, axis=dim),
+}
+
+
+def _missing(name, backend, error):
+    def refuse(*args, **kwargs):
+        raise NotImplementedError(f"the derivative rules need {name}, which the {backend} "
+                                  f"backend does not provide ({error})")
+    return refuse
+
+
+def _bind(backend, device=None):
+    xp = backend.xp
+    dev = {} if device is None else {"device": device}
+    ns = {}
+    for name, declare in _DECLARED.items():
+        try:
+            ns[name] = declare(xp, dev, backend.lazy)
+        except (NotImplementedError, AttributeError) as error:
+            ns[name] = _missing(name, backend.name, error)
     return ns
 
 
-def register(name, raw, diff, generic=None):
-    """Add ``name`` to both namespaces: ``raw`` works on arrays (first-order backward),
-    ``diff`` is the differentiable chainrule function with the same meaning. The op
-    families (``chainrule.ops``, ``chainrule.linalg``) call this for the names their rules
-    use; this module imports none of them."""
-    if hasattr(RAW, name):
+RAW = SimpleNamespace(**_bind(NUMPY))
+
+
+_DIFFERENTIABLE = {}
+_CACHE = {}
+
+
+def names():
+    """Every name the rule namespaces have (what a rule may write after ``F.``)."""
+    return _DECLARED.keys()
+
+
+def raw_for(backend, device=None):
+    """The first-order rule namespace of ``backend`` (cached; :data:`RAW` for NumPy),
+    generated from the declarations and the backend's ``xp``; constructors make arrays
+    on ``device``. A name the backend cannot provide raises NotImplementedError when
+    called, naming it and the backend."""
+    if backend is NUMPY:
+        return RAW
+    key = (backend.name, str(device), len(_DECLARED))
+    ns = _CACHE.get(key)
+    if ns is None:
+        ns = _CACHE[key] = SimpleNamespace(**_bind(backend, device))
+    return ns
+
+
+def register(name, raw, diff, declare=None):
+    """Declare ``name`` for the rules: ``raw`` works on NumPy arrays (first-order
+    backward), ``diff`` is the differentiable chainrule function with the same meaning,
+    ``declare(xp, dev, lazy)`` gives the version on any backend (without it, other
+    backends raise NotImplementedError naming the name). The op families
+    (``chainrule.ops``, ``chainrule.linalg``) call this for the names their rules use;
+    this module imports none of them."""
+    if name in _DECLARED:
         raise ValueError(f"register: {name!r} is already in the rule namespace")
+
+    def bound(xp, dev, lazy):
+        if xp is NUMPY.xp:
+            return raw
+        if declare is None:
+            raise NotImplementedError("no generic version is declared")
+        return declare(xp, dev, lazy)
+
+    _DECLARED[name] = bound
     setattr(RAW, name, raw)
     _DIFFERENTIABLE[name] = diff
-    if generic is not None:  # generic(xp) -> the raw version on any backend
-        _GENERIC[name] = generic
     _CACHE.clear()
 
 
 def register_differentiable(**fns):
-    """The differentiable versions of names RAW already has (``exp=ops.exp``), given by
-    the ops layer."""
-    unknown = [n for n in fns if not hasattr(RAW, n)]
+    """The differentiable versions of the declared names (``exp=ops.exp``), given by the
+    ops layer."""
+    unknown = [n for n in fns if n not in _DECLARED]
     if unknown:
         raise ValueError(f"register_differentiable: {unknown} are not in the rule namespace")
     _DIFFERENTIABLE.update(fns)
@@ -172,11 +196,11 @@ def register_differentiable(**fns):
 
 def differentiable():
     """The namespace of differentiable ops with RAW's names (built once, and again when
-    more names are registered). Raises RuntimeError naming any RAW name without a
+    more names are registered). Raises RuntimeError naming any declared name without a
     differentiable version (a rule using it could not be differentiated again)."""
     ns = _CACHE.get("ns")
     if ns is None:
-        missing = sorted(set(vars(RAW)) - set(_DIFFERENTIABLE))
+        missing = sorted(set(_DECLARED) - set(_DIFFERENTIABLE))
         if missing:
             raise RuntimeError(f"the differentiable rule namespace lacks {missing}: "
                                "import chainrule (its op families register them)")

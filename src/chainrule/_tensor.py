@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .backend import backend_of, device
+from .backend import backend_of, device, dtype_kind
 
 _FLOAT_KINDS = "f"
 
@@ -16,10 +16,7 @@ _FLOAT_KINDS = "f"
 def is_float_dtype(dtype):
     """True for a real floating dtype of any backend (NumPy's, or an Array API library's
     such as ``array_api_strict.float32``)."""
-    try:
-        return np.dtype(dtype).kind in _FLOAT_KINDS
-    except TypeError:
-        return str(dtype).rsplit(".", 1)[-1].startswith("float")
+    return dtype_kind(dtype) in _FLOAT_KINDS
 
 
 def _fill(t, data, grad_fn=None, output_nr=0, vc=None, requires_grad=False):

@@ -27,7 +27,25 @@ from types import SimpleNamespace
 import numpy as np
 
 __all__ = ["device", "Backend", "backend_of", "register_backend", "NUMPY", "kernel_for",
-           "xp_kernel"]
+           "xp_kernel", "dtype_kind", "native_dtype", "on_device_of"]
+
+
+def dtype_kind(dtype):
+    """NumPy's one-letter kind ("f", "i", "u", "b", "c") of a dtype of any backend
+    (NumPy's, or an Array API library's such as ``array_api_strict.int64``)."""
+    try:
+        return np.dtype(dtype).kind
+    except TypeError:
+        return np.dtype(str(dtype).rsplit(".", 1)[-1]).kind
+
+
+def native_dtype(backend, dtype):
+    """``dtype`` (NumPy's, a name, or another library's) as ``backend``'s own dtype."""
+    try:
+        np_dtype = np.dtype(dtype)
+    except TypeError:
+        np_dtype = np.dtype(str(dtype).rsplit(".", 1)[-1])
+    return np_dtype if backend is NUMPY else getattr(backend.xp, np_dtype.name)
 
 
 class device:
@@ -86,6 +104,125 @@ class _Namespace(SimpleNamespace):
             "(neither its array namespace nor chainrule's provider table for it has it)")
 
 
+# --- generic providers: NumPy's meaning, from the standard's names ------------------------
+# A backend whose library lacks one of these names gets this version, written against the
+# Array API standard (and the providers above it in this list).
+
+def _swapaxes(xp):
+    def swapaxes(x, axis1, axis2):
+        axes = list(range(x.ndim))
+        axes[axis1], axes[axis2] = axes[axis2], axes[axis1]
+        return xp.permute_dims(x, tuple(axes))
+
+    return swapaxes
+
+
+def _diagonal(xp):
+    def diagonal(x, offset=0, axis1=0, axis2=1):
+        return xp.linalg.diagonal(xp.moveaxis(x, (axis1, axis2), (-2, -1)), offset=offset)
+
+    return diagonal
+
+
+def _trace(xp):
+    def trace(x, offset=0, axis1=0, axis2=1):
+        return xp.sum(xp.diagonal(x, offset, axis1, axis2), axis=-1)
+
+    return trace
+
+
+def on_device_of(x):
+    """``device=`` for constructors making arrays beside ``x`` (Dask arrays have none)."""
+    d = getattr(x, "device", None)
+    return {} if d is None else {"device": d}
+
+
+def _eye(xp):
+    """eye(n_rows, n_cols, k=, dtype=, device=) by comparing two aranges (Dask's own eye
+    loses a chunk when n_rows != n_cols)."""
+    def eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None):
+        n_cols = n_rows if n_cols is None else n_cols
+        kw = {} if device is None else {"device": device}
+        rows = xp.reshape(xp.arange(n_rows, **kw), (n_rows, 1))
+        cols = xp.reshape(xp.arange(n_cols, **kw), (1, n_cols))
+        mask = (cols - rows) == k
+        return mask if dtype == xp.bool else xp.astype(mask, dtype or xp.float64)
+
+    return eye
+
+
+def _diag(xp):
+    def diag(v, k=0):
+        if v.ndim == 2:
+            return xp.diagonal(v, k, 0, 1)
+        n = v.shape[0] + abs(k)
+        parts = [v] + [xp.zeros_like(v[:1])] * abs(k)
+        column = xp.concat(parts[::-1] if k > 0 else parts, axis=0)  # v[j - k] at column j
+        return xp.eye(n, n, k=k, dtype=v.dtype, **on_device_of(v)) * column
+
+    return diag
+
+
+def _diagonal_scatter(xp):
+    def diagonal_scatter(x, src, offset=0, dim1=0, dim2=1):
+        """A copy of ``x`` with ``src`` on the diagonal (offset, dim1, dim2)."""
+        moved = xp.moveaxis(x, (dim1, dim2), (-2, -1))
+        n1, n2 = moved.shape[-2:]
+        # src[..., i] lies at row i (offset >= 0) or column i (offset < 0): pad to that length
+        length = n1 if offset >= 0 else n2
+        pad = [xp.zeros_like(src[..., :1])] * (length - src.shape[-1])
+        line = xp.concat([src] + pad, axis=-1)
+        line = xp.expand_dims(line, axis=-1 if offset >= 0 else -2)
+        mask = xp.eye(n1, n2, k=offset, dtype=xp.bool, **on_device_of(x))
+        return xp.moveaxis(xp.where(mask, line, moved), (-2, -1), (dim1, dim2))
+
+    return diagonal_scatter
+
+
+def _expit(xp):
+    def expit(x):  # 1 / (1 + e^-x), split by sign so e^-x never overflows
+        e = xp.exp(-xp.abs(x))
+        return xp.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
+
+    return expit
+
+
+_BASIC_INDEX = (int, np.integer, slice, type(None), type(Ellipsis))
+
+
+def _index_put(xp):
+    def index_put(x, indices, values, accumulate):
+        """A copy of ``x`` with ``values`` written (added, when ``accumulate``) at
+        ``indices``, through the library's ``__setitem__``. Adding at integer-array or
+        mask indices needs a scatter-add (repeated indices add up), which the standard
+        lacks: NotImplementedError."""
+        out = xp.asarray(x, copy=True)
+        if accumulate:
+            if not all(isinstance(i, _BASIC_INDEX) for i in indices):
+                raise NotImplementedError(
+                    f"index_put: adding at integer-array or mask indices needs a scatter-add, "
+                    f"which the {xp._backend} backend does not provide")
+            values = out[indices] + values
+        out[indices] = values
+        return out
+
+    return index_put
+
+
+def _numpy_index_put(x, indices, values, accumulate):
+    out = np.array(x, copy=True)
+    if accumulate:
+        np.add.at(out, indices, values)
+    else:
+        out[indices] = values
+    return out
+
+
+_GENERIC = {"index_put": _index_put, "expit": _expit, "swapaxes": _swapaxes,
+            "diagonal": _diagonal, "trace": _trace, "diag": _diag,
+            "diagonal_scatter": _diagonal_scatter}
+
+
 class Backend:
     """One array library. See the module docstring."""
 
@@ -93,9 +230,15 @@ class Backend:
                  to_numpy=None, from_numpy=None):
         self.name = name
         ns = {k: getattr(xp, k) for k in dir(xp) if not k.startswith("_")}
+        for k in ("linalg", "fft"):  # extensions some libraries load on first access
+            if k not in ns and hasattr(xp, k):
+                ns[k] = getattr(xp, k)
         ns.update(providers or {})
         ns["_backend"] = name
         self.xp = _Namespace(**ns)
+        for key, make in _GENERIC.items():
+            if key not in ns:
+                setattr(self.xp, key, make(self.xp))
         self.lazy = lazy
         self._device_of = device_of or (lambda a: CPU)
         self._to_numpy = to_numpy or np.asarray
@@ -198,8 +341,9 @@ def _resolve(array):
 def _numpy_backend():
     from scipy import special
 
-    providers = {"expit": special.expit, "erf": special.erf, "einsum": np.einsum,
-                 "swapaxes": np.swapaxes}
+    providers = {"expit": special.expit, "erf": special.erf, "swapaxes": np.swapaxes,
+                 "index_put": _numpy_index_put,
+                 "einsum": lambda eq, *ops: np.einsum(eq, *ops, optimize=len(ops) > 2)}
     return Backend("numpy", np, providers=providers, to_numpy=np.asarray,
                    from_numpy=lambda a, like: np.asarray(a))
 
@@ -228,18 +372,30 @@ def _dask():
         chunks = "auto" if like is None else like.chunks
         return da.from_array(np.asarray(a), chunks=chunks)
 
-    return Backend("dask", xp, lazy=True, providers=providers, to_numpy=to_numpy,
-                   from_numpy=from_numpy)
+    backend = Backend("dask", xp, lazy=True, providers=providers, to_numpy=to_numpy,
+                      from_numpy=from_numpy)
+    backend.xp.eye = _eye(backend.xp)
+    return backend
 
 
 @functools.lru_cache(maxsize=None)
 def _cupy():  # pragma: no cover - needs a GPU
     import cupy
+    import cupyx
     from cupyx.scipy import special
 
     xp = importlib.import_module("array_api_compat.cupy")
+
+    def index_put(x, indices, values, accumulate):
+        out = cupy.array(x, copy=True)
+        if accumulate:
+            cupyx.scatter_add(out, indices, values)
+        else:
+            out[indices] = values
+        return out
+
     providers = {"expit": special.expit, "erf": special.erf, "einsum": cupy.einsum,
-                 "swapaxes": cupy.swapaxes}
+                 "swapaxes": cupy.swapaxes, "index_put": index_put}
     return Backend("cupy", xp, providers=providers,
                    device_of=lambda a: device("cuda", a.device.id),
                    to_numpy=cupy.asnumpy, from_numpy=lambda a, like: cupy.asarray(a))

@@ -1,7 +1,10 @@
 """Optimizers over a list of tensors: SGD (momentum, weight decay) and Adam.
 
 They update ``p`` in place under ``no_grad`` (the data changes, the tensor stays a leaf) and
-bump its version counter, as PyTorch's do.
+bump its version counter, as PyTorch's do. They compute with the parameters' own backend
+(NumPy, CuPy, Dask); on Dask, ``step()`` is where the work happens: the new parameters and
+the optimizer's state are computed in one shared ``dask.persist`` (the gradients' graphs
+with them), so the next step starts from computed chunks, not from a growing graph.
 """
 
 from __future__ import annotations
@@ -9,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._tensor import Tensor
+from .backend import backend_of
 
 
 class Optimizer:
@@ -34,8 +38,29 @@ class Optimizer:
                 p.grad._data[...] = 0
 
     def _update(self, p, step):
-        p._data -= step
+        if p._data.__class__ is np.ndarray:
+            p._data -= step
+        else:
+            p._data = p._data - step
         p._vc[0] += 1
+
+    def _persist(self):
+        """Compute the lazy (Dask) parameters and state in one shared persist."""
+        lazy = [p for p in self.params if p._data.__class__ is not np.ndarray
+                and backend_of(p._data).lazy]
+        if not lazy:
+            return
+        import dask
+
+        keys = [id(p) for p in lazy if id(p) in self.state]
+        states = [self.state[k] for k in keys]
+        flat = [p._data for p in lazy] + [a for st in states for a in st]
+        done = dask.persist(*flat)
+        for p, d in zip(lazy, done):
+            p._data = d
+        rest = iter(done[len(lazy):])
+        for k, st in zip(keys, states):
+            self.state[k] = tuple(next(rest) for _ in st)
 
 
 class SGD(Optimizer):
@@ -60,14 +85,15 @@ class SGD(Optimizer):
             if d["weight_decay"]:
                 g = g + d["weight_decay"] * p._data
             if d["momentum"]:
-                buf = self.state.get(id(p))
+                (buf,) = self.state.get(id(p), (None,))
                 if buf is None:
-                    buf = self.state[id(p)] = np.array(g, copy=True)
+                    buf = backend_of(g).xp.asarray(g, copy=True)
                 else:
-                    buf *= d["momentum"]
-                    buf += (1 - d["dampening"]) * g
+                    buf = d["momentum"] * buf + (1 - d["dampening"]) * g
+                self.state[id(p)] = (buf,)
                 g = g + d["momentum"] * buf if d["nesterov"] else buf
             self._update(p, d["lr"] * g)
+        self._persist()
 
 
 class Adam(Optimizer):
@@ -92,12 +118,10 @@ class Adam(Optimizer):
             g = p.grad._data
             if d["weight_decay"]:
                 g = g + d["weight_decay"] * p._data
-            state = self.state.get(id(p))
-            if state is None:
-                state = self.state[id(p)] = (np.zeros_like(p._data), np.zeros_like(p._data))
-            m, v = state
-            m *= b1
-            m += (1 - b1) * g
-            v *= b2
-            v += (1 - b2) * (g * g)
-            self._update(p, (d["lr"] / c1) * m / (np.sqrt(v / c2) + d["eps"]))
+            xp = backend_of(p._data).xp
+            m, v = self.state.get(id(p), (0.0, 0.0))
+            m = b1 * m + (1 - b1) * g
+            v = b2 * v + (1 - b2) * (g * g)
+            self.state[id(p)] = (m, v)
+            self._update(p, (d["lr"] / c1) * m / (xp.sqrt(v / c2) + d["eps"]))
+        self._persist()

@@ -10,7 +10,7 @@ from .._engine import run_backward
 from .._node import accumulator
 from .._ns import RAW, differentiable, raw_for
 from .._tensor import Tensor, wrap
-from ..backend import backend_of
+from ..backend import backend_of, dtype_kind
 
 
 class _Batched:
@@ -37,7 +37,9 @@ def _namespace(create_graph, outputs=()):
     for out in outputs:
         d = getattr(out, "_data", None)
         if d is not None and d.__class__ is not np.ndarray:
-            return raw_for(backend_of(d))
+            b = backend_of(d)
+            # constructors in the rules make arrays on the outputs' device
+            return raw_for(b, None if b.lazy else getattr(d, "device", None))
     return RAW
 
 
@@ -58,7 +60,7 @@ def _roots(outputs, grad_outputs, create_graph):
         if out._extra is not None:
             refresh_view(out)
         if not out._requires_grad:
-            kind = "" if out.dtype.kind == "f" else (
+            kind = "" if dtype_kind(out.dtype) == "f" else (
                 f" (its dtype {out.dtype} is not a float dtype, so it has no gradient)")
             raise RuntimeError(
                 f"element {i} of tensors does not require grad and does not have a grad_fn"

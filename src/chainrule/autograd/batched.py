@@ -20,6 +20,7 @@ from .._dispatch import edge, refresh_view
 from .._engine import Unbatchable, run_backward
 from .._state import STATE
 from .._tensor import Tensor, wrap
+from ..backend import dtype_kind
 from . import _grad
 from . import forward_ad as fwAD
 from ._grad import grad
@@ -138,7 +139,7 @@ def _tangent_rows(o, t, B):
     if not isinstance(o, Tensor):
         o = np.asarray(o)
     shape = tuple(o.shape)
-    dtype = o.dtype if o.dtype.kind == "f" else np.float64
+    dtype = o.dtype if dtype_kind(o.dtype) == "f" else np.float64
     if t is None:
         return np.zeros((B,) + shape, dtype=dtype)
     if isinstance(t, Batched):

@@ -25,6 +25,7 @@ from .. import _dispatch, _ns
 from .._dual import NODE_TANGENTS, set_tangent, tangent_of
 from .._state import STATE
 from .._tensor import Tensor, check_grad_dtype, wrap
+from ..backend import dtype_kind
 
 __all__ = ["dual_level", "make_dual", "unpack_dual", "UnpackedDualTensor", "enter_dual_level",
            "exit_dual_level"]
@@ -135,7 +136,7 @@ def _tangent(op, inputs, datas, attrs, out, result):
     outs = (result,) if op.nout == 1 else result
     parts = (t_out,) if op.nout == 1 else (t_out or (None,) * op.nout)
     for r, o, part in zip(outs, (out,) if op.nout == 1 else out, parts):
-        if part is not None and np.asarray(o).dtype.kind == "f":
+        if part is not None and dtype_kind(np.asarray(o).dtype) == "f":
             dtype = np.asarray(o).dtype
             if is_batched and isinstance(part, batched):
                 set_tangent(r, batched(part.rows(np.shape(o), dtype)))

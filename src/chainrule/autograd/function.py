@@ -23,6 +23,7 @@ from .._engine import Unbatchable
 from .._node import FREED, DelayedError, Node
 from .._state import STATE
 from .._tensor import Tensor, _fill, wrap
+from ..backend import dtype_kind
 from . import anomaly
 
 
@@ -195,7 +196,7 @@ class FunctionNode(Node):
                     f"{i}, which has shape {tuple(shape)}: the gradient of an input must have "
                     "that input's shape"
                 )
-            if g.dtype.kind != "f":
+            if dtype_kind(g.dtype) != "f":
                 raise TypeError(f"{name}.backward returned a gradient of dtype {g.dtype} for "
                                 f"input {i}; expected a float dtype ({dtype})")
             if keep_tensors:
@@ -347,7 +348,7 @@ class Function(metaclass=FunctionMeta):
                 wrapped.append(None)
                 meta.append(None)
                 continue
-            diff = id(o) not in ctx._non_differentiable and o.dtype.kind == "f"
+            diff = id(o) not in ctx._non_differentiable and dtype_kind(o.dtype) == "f"
             t = wrap(o._data)
             t._vc = o._vc  # one version counter: saving o and changing t in place is caught
             t._extra = o._extra  # carries its tangent in forward mode

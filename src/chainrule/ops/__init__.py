@@ -5,6 +5,7 @@ import numpy as _np
 from .. import _creation as _c
 from .. import _ns
 from .._dispatch import name_errors as _name_errors  # noqa: E402
+from ..backend import backend_of as _backend_of
 from .comparison import *  # noqa: F401,F403
 from .einsum import *  # noqa: F401,F403
 from .elementwise import *  # noqa: F401,F403
@@ -60,7 +61,11 @@ _ns.register_differentiable(
     squeeze=lambda x, dim: squeeze(x, dim), transpose=transpose,  # noqa: F405
     permute=permute, mT=lambda x: transpose(x, -1, -2),  # noqa: F405
     sum=sum, mean=mean, prod_others=_prod_others,  # noqa: F405
+    maybe_any=lambda mask: _ns.raw_for(_backend_of(mask._data)).maybe_any(mask._data),
+    onehot=lambda index, n, dim, dtype: _c.as_tensor(
+        _ns.raw_for(_backend_of(index._data)).onehot(index._data, n, dim, dtype)),
     matmul=matmul, trace=trace, diag=diag, diagonal=diagonal,  # noqa: F405
+    diagonal_scatter=diagonal_scatter,  # noqa: F405
     tril=tril, triu=triu, einsum=einsum,  # noqa: F405
     cat=cat, stack=stack,  # noqa: F405
 )

@@ -19,6 +19,7 @@ import numpy as np
 from .._dispatch import ShapeError, apply
 from .._table import defop, documented
 from .._tensor import Tensor
+from ..backend import xp_kernel
 
 __all__ = ["einsum"]
 
@@ -100,8 +101,9 @@ def _einsum_jvp(F, ts, operands, equation):
     return out
 
 
-def _forward(xs, equation, parsed):
-    return np.einsum(equation, *xs, optimize=len(xs) > 2)
+@xp_kernel
+def _forward(xp, xs, equation, parsed):
+    return xp.einsum(equation, *xs)
 
 
 EINSUM = defop(

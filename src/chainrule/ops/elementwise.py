@@ -14,7 +14,7 @@ import numpy as np
 from .._dispatch import ShapeError, apply
 from .._table import defop, documented, elementwise
 from .._tensor import Tensor, wrap
-from ..backend import xp_kernel
+from ..backend import NUMPY, backend_of, dtype_kind, native_dtype, xp_kernel
 
 __all__ = [
     "add", "sub", "mul", "div", "true_divide", "pow", "neg", "abs", "sign", "exp", "log",
@@ -64,12 +64,16 @@ DIV = defop(
 
 def _pow_base(F, g, self, exponent):
     # d/dx x^p = p x^(p-1); where p == 0 the derivative is 0 even at x == 0 (PyTorch's choice)
+    if isinstance(exponent, (int, float)):  # a number: decided here, not elementwise
+        return F.zeros_like(g) if exponent == 0 else g * exponent * self ** (exponent - 1)
     return F.where(exponent == 0, 0.0, g * exponent * self ** (exponent - 1))
 
 
 def _pow_exponent(F, g, self, out):
     # d/dp x^p = x^p log x; defined as 0 where x == 0 (the limit for p > 0). log x is cast
     # to the result's dtype: a scalar base (2.0 ** x) must not upcast a float32 x.
+    if isinstance(self, (int, float)):  # a number base (2.0 ** x)
+        return F.zeros_like(g) if self == 0 else g * out * math.log(self)
     log_self = F.cast(F.log(F.where(self == 0, 1.0, self)), out.dtype)
     return F.where(self == 0, 0.0, g * out * log_self)
 
@@ -86,9 +90,14 @@ POW = defop(
 
 def _tie_split(F, g, a, b):
     # g where a wins, g/2 at ties (the subgradient PyTorch uses), 0 where b wins, and g
-    # where either is NaN (it propagates: PyTorch's maximum backward). The bool masks
-    # multiply g, so g's dtype is kept (float32 stays float32).
-    return g * ~(a <= b) + (g * 0.5) * (a == b)
+    # where either is NaN (it propagates: PyTorch's maximum backward). The masks are cast
+    # to g's dtype (float32 stays float32; the standard has no bool * float), and multiply:
+    # np.where is ten times slower than a product.
+    return g * _mask(F, ~(a <= b), g) + (g * 0.5) * _mask(F, a == b, g)
+
+
+def _mask(F, mask, like):
+    return F.cast(mask, like.dtype)
 
 
 def _pick(name, kernel, word, first):
@@ -106,8 +115,8 @@ def _pick(name, kernel, word, first):
     )
 
 
-MAXIMUM = _pick("maximum", np.maximum, "max", lambda a, b: (a, b))
-MINIMUM = _pick("minimum", np.minimum, "min", lambda a, b: (b, a))
+MAXIMUM = _pick("maximum", "maximum", "max", lambda a, b: (a, b))
+MINIMUM = _pick("minimum", "minimum", "min", lambda a, b: (b, a))
 WHERE = defop(
     "where", "where", ("condition", "self", "other"),
     vjp={"condition": lambda F, g: None,
@@ -212,19 +221,26 @@ TANH = elementwise("tanh", "tanh", lambda F, out: 1 - out * out, math="1 - tanh(
                    source=CALCULUS)
 SIGMOID = elementwise("sigmoid", "expit", lambda F, out: out * (1 - out),
                       math="s (1 - s), s = sigmoid(x)", source=CALCULUS)
-RELU = elementwise("relu", xp_kernel(lambda xp, x: xp.maximum(x, 0.0)), lambda F, out: ~(out <= 0),
-                   math="[x > 0]  (1 at NaN)",
-                   source=CALCULUS + "; subgradient 0 at x = 0 and NaN passing the gradient, as "
-                   "PyTorch's threshold_backward")
+RELU = defop(
+    "relu", xp_kernel(lambda xp, x: xp.maximum(x, 0.0)), ("self",),
+    vjp={"self": lambda F, g, out: g * _mask(F, ~(out <= 0), g)},
+    jvp={"self": lambda F, t, out: t * _mask(F, ~(out <= 0), t)},
+    math={"self": "grad_x = grad * [x > 0]  (1 at NaN)", "out": "dy = dx * [x > 0]"},
+    source=CALCULUS + "; subgradient 0 at x = 0 and NaN passing the gradient, as PyTorch's "
+           "threshold_backward",
+)
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 ERF = elementwise("erf", "erf", lambda F, self: _TWO_OVER_SQRT_PI * F.exp(-self * self),
                   math="2 / sqrt(pi) * exp(-x^2)",
                   source="Abramowitz and Stegun (1964), eq. 7.1.19")
 
 
-def _softplus_forward(x, beta, threshold):
+@xp_kernel
+def _softplus_forward(xp, x, beta, threshold):
     z = x * beta
-    return np.where(z > threshold, x, np.logaddexp(0, z) / beta)
+    # log(1 + e^z) = max(z, 0) + log1p(e^-|z|), NumPy's logaddexp(0, z)
+    soft = (xp.maximum(z, 0.0) + xp.log1p(xp.exp(-xp.abs(z)))) / beta
+    return xp.where(z > threshold, x, soft)
 
 
 def _softplus_deriv(F, self, beta, threshold):
@@ -248,13 +264,14 @@ def _clamp_mask(self, min, max):
         return self <= max
     if max is None:
         return self >= min
-    return (self >= min) * (self <= max)
+    return (self >= min) & (self <= max)
 
 
 CLAMP = defop(
-    "clamp", np.clip, ("self",), attrs=("min", "max"),
-    vjp={"self": lambda F, g, self, min, max: g * _clamp_mask(self, min, max)},
-    jvp={"self": lambda F, t, self, min, max: t * _clamp_mask(self, min, max)},
+    "clamp", xp_kernel(lambda xp, x, min, max: xp.clip(x, min, max)), ("self",),
+    attrs=("min", "max"),
+    vjp={"self": lambda F, g, self, min, max: g * _mask(F, _clamp_mask(self, min, max), g)},
+    jvp={"self": lambda F, t, self, min, max: t * _mask(F, _clamp_mask(self, min, max), t)},
     math={"self": "grad_x = grad * [min <= x <= max]", "out": "dy = [min <= x <= max] dx"},
     source=CALCULUS + "; boundaries pass the gradient as in PyTorch",
 )
@@ -263,12 +280,12 @@ CLAMP = defop(
 CLAMP_TENSOR = defop(
     "clamp_tensor",
     xp_kernel(lambda xp, x, lo, hi: xp.minimum(xp.maximum(x, lo), hi)), ("self", "min", "max"),
-    vjp={"self": lambda F, g, self, min, max: g * ((self >= min) & (self <= max)),
-         "min": lambda F, g, self, min: g * (self < min),
-         "max": lambda F, g, self, max: g * (self > max)},
-    jvp={"self": lambda F, t, self, min, max: t * ((self >= min) & (self <= max)),
-         "min": lambda F, t, self, min: t * (self < min),
-         "max": lambda F, t, self, max: t * (self > max)},
+    vjp={"self": lambda F, g, self, min, max: g * _mask(F, (self >= min) & (self <= max), g),
+         "min": lambda F, g, self, min: g * _mask(F, self < min, g),
+         "max": lambda F, g, self, max: g * _mask(F, self > max, g)},
+    jvp={"self": lambda F, t, self, min, max: t * _mask(F, (self >= min) & (self <= max), t),
+         "min": lambda F, t, self, min: t * _mask(F, self < min, t),
+         "max": lambda F, t, self, max: t * _mask(F, self > max, t)},
     math={"self": "grad_x = grad * [min <= x <= max]  (boundaries pass, as with number bounds)",
           "min": "grad_min = grad * [x < min]", "max": "grad_max = grad * [x > max]",
           "out": "dy = [min <= x <= max] dx + [x < min] dmin + [x > max] dmax"},
@@ -299,8 +316,9 @@ CLONE = defop(
 @documented(TO_COPY)
 def to_dtype(input, dtype):
     """A copy of ``input`` converted to ``dtype`` (differentiable between float dtypes)."""
-    dtype = np.dtype(dtype)
-    if isinstance(input, Tensor) and input._requires_grad and dtype.kind != "f":
+    data = input._data if isinstance(input, Tensor) else input
+    dtype = native_dtype(backend_of(data) if isinstance(input, Tensor) else NUMPY, dtype)
+    if isinstance(input, Tensor) and input._requires_grad and dtype_kind(dtype) != "f":
         raise RuntimeError(
             f"_to_copy: cannot convert a tensor that requires grad to non-float dtype {dtype}; "
             "call .detach() first"

@@ -14,6 +14,7 @@ from .. import _ns
 from .._dispatch import apply
 from .._table import defop, documented
 from .._tensor import Tensor
+from ..backend import NUMPY, xp_kernel
 
 __all__ = ["index_put", "getitem", "take_along_dim"]
 
@@ -48,13 +49,13 @@ def _scatter_back(F, g, self_shape, index):
 SCATTER = "the transpose of a selection is a scatter (adding at repeated indices)"
 
 SLICE = defop(
-    "slice", lambda x, index: x[index], ("self",), attrs=("index",), view=True,
+    "slice", xp_kernel(lambda xp, x, index: x[index]), ("self",), attrs=("index",), view=True,
     vjp={"self": _scatter_back}, jvp={"self": lambda F, t, index: t[index]},
     math={"self": "grad_x = zeros(x.shape); grad_x[index] = grad", "out": "dy = dx[index]"},
     source=SCATTER,
 )
 INDEX = defop(
-    "index", lambda x, index: x[index], ("self",), attrs=("index",),
+    "index", xp_kernel(lambda xp, x, index: x[index]), ("self",), attrs=("index",),
     vjp={"self": _scatter_back}, jvp={"self": lambda F, t, index: t[index]},
     math={"self": "grad_x = zeros(x.shape); grad_x[index] += grad (repeats add up)",
           "out": "dy = dx[index]"},
@@ -63,16 +64,13 @@ INDEX = defop(
 
 
 def _index_put(x, values, indices, accumulate):
-    out = np.array(x, copy=True)
-    if accumulate:
-        np.add.at(out, indices, values)
-    else:
-        out[indices] = values
-    return out
+    """index_put on NumPy arrays (the rule namespace's ``index_put``)."""
+    return NUMPY.xp.index_put(x, indices, values, accumulate)
 
 
 INDEX_PUT = defop(
-    "index_put", _index_put, ("self", "values"), attrs=("indices", "accumulate"),
+    "index_put", xp_kernel(lambda xp, x, values, indices, accumulate: xp.index_put(
+        x, indices, values, accumulate)), ("self", "values"), attrs=("indices", "accumulate"),
     vjp={"self": lambda F, g, indices, accumulate:
          g if accumulate else F.index_put(g, indices, 0.0, False),
          "values": lambda F, g, indices: g[indices]},
@@ -116,6 +114,5 @@ def take_along_dim(input, indices, dim):
     return getitem(input, index)
 
 
-_ns.register("index_put",
-             lambda x, indices, values, accumulate: _index_put(x, values, indices, accumulate),
-             index_put)
+_ns.register("index_put", NUMPY.xp.index_put, index_put,
+             lambda xp, dev, lazy: xp.index_put)

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _ns
 from .._dispatch import ShapeError, apply
 from .._table import defop, documented
 from .._tensor import Tensor
+from ..backend import xp_kernel
 
 __all__ = ["matmul", "mm", "mv", "bmm", "dot", "inner", "outer", "trace", "diag", "diagonal",
            "diagonal_scatter", "tril", "triu"]
@@ -136,7 +136,7 @@ def outer(input, vec2):
 
 
 TRACE = defop(
-    "trace", np.trace, ("self",),
+    "trace", "trace", ("self",),
     vjp={"self": lambda F, g, self_shape: g * F.eye(*self_shape, dtype=g.dtype)},
     jvp={"self": lambda F, t: F.trace(t)},
     math={"self": "grad_X = grad * I", "out": "dy = tr(dX)"},
@@ -151,18 +151,8 @@ def trace(input):
     return apply(TRACE, (input,))
 
 
-def _diagonal_scatter(x, src, offset, dim1, dim2):
-    out = np.array(x, copy=True)
-    view = np.moveaxis(out, (dim1, dim2), (-2, -1))
-    n = src.shape[-1]
-    rows = np.arange(n) + max(-offset, 0)
-    cols = np.arange(n) + max(offset, 0)
-    view[..., rows, cols] = src
-    return out
-
-
 DIAGONAL = defop(
-    "diagonal", np.diagonal, ("self",), attrs=("offset", "dim1", "dim2"), view=True,
+    "diagonal", "diagonal", ("self",), attrs=("offset", "dim1", "dim2"), view=True,
     vjp={"self": lambda F, g, self_shape, offset, dim1, dim2: F.diagonal_scatter(
         F.zeros(self_shape, g.dtype), g, offset, dim1, dim2)},
     jvp={"self": lambda F, t, offset, dim1, dim2: F.diagonal(t, offset, dim1, dim2)},
@@ -171,7 +161,7 @@ DIAGONAL = defop(
     source="a selection (linear); its transpose scatters back",
 )
 DIAGONAL_SCATTER = defop(
-    "diagonal_scatter", _diagonal_scatter, ("self", "src"), attrs=("offset", "dim1", "dim2"),
+    "diagonal_scatter", "diagonal_scatter", ("self", "src"), attrs=("offset", "dim1", "dim2"),
     vjp={"self": lambda F, g, src_shape, offset, dim1, dim2: F.diagonal_scatter(
         g, F.zeros(src_shape, g.dtype), offset, dim1, dim2),
         "src": lambda F, g, offset, dim1, dim2: F.diagonal(g, offset, dim1, dim2)},
@@ -184,7 +174,7 @@ DIAGONAL_SCATTER = defop(
     source="a linear embedding; VJP by transposition",
 )
 DIAG = defop(
-    "diag", np.diag, ("self",), attrs=("diagonal",),
+    "diag", "diag", ("self",), attrs=("diagonal",),
     vjp={"self": lambda F, g, diagonal: F.diagonal(g, diagonal, 0, 1)},
     jvp={"self": lambda F, t, diagonal: F.diag(t, diagonal)},
     math={"self": "grad_v = diagonal(grad, k)", "out": "dY = diag(dv, k)"},
@@ -226,14 +216,14 @@ def diag(input, diagonal=0):
 
 
 TRIL = defop(
-    "tril", np.tril, ("self",), attrs=("diagonal",),
+    "tril", xp_kernel(lambda xp, x, k: xp.tril(x, k=k)), ("self",), attrs=("diagonal",),
     vjp={"self": lambda F, g, diagonal: F.tril(g, diagonal)},
     jvp={"self": lambda F, t, diagonal: F.tril(t, diagonal)},
     math={"self": "grad_X = tril(grad, k)", "out": "dY = tril(dX, k)"},
     source="a masking projection: self-adjoint",
 )
 TRIU = defop(
-    "triu", np.triu, ("self",), attrs=("diagonal",),
+    "triu", xp_kernel(lambda xp, x, k: xp.triu(x, k=k)), ("self",), attrs=("diagonal",),
     vjp={"self": lambda F, g, diagonal: F.triu(g, diagonal)},
     jvp={"self": lambda F, t, diagonal: F.triu(t, diagonal)},
     math={"self": "grad_X = triu(grad, k)", "out": "dY = triu(dX, k)"},
@@ -259,4 +249,3 @@ def triu(input, diagonal=0):
     return apply(TRIU, (input,), (diagonal,))
 
 
-_ns.register("diagonal_scatter", _diagonal_scatter, diagonal_scatter)

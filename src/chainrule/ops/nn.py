@@ -14,23 +14,36 @@ from .. import _ns
 from .._dispatch import ShapeError, apply
 from .._table import defop, documented
 from .._tensor import Tensor
+from ..backend import backend_of, dtype_kind, on_device_of, xp_kernel
 from ._dims import wrap_dim
 
 __all__ = ["softmax", "log_softmax", "cross_entropy"]
 
 
+@xp_kernel
+def _softmax(xp, x, dim):
+    e = xp.exp(x - xp.max(x, axis=dim, keepdims=True))
+    return e / xp.sum(e, axis=dim, keepdims=True)
+
+
+@xp_kernel
+def _log_softmax(xp, x, dim):
+    z = x - xp.max(x, axis=dim, keepdims=True)
+    return z - xp.log(xp.sum(xp.exp(z), axis=dim, keepdims=True))
+
+
 def softmax_array(x, dim):
-    e = np.exp(x - np.amax(x, axis=dim, keepdims=True))
-    return e / np.sum(e, axis=dim, keepdims=True)
+    """softmax of a NumPy array along ``dim``."""
+    return _softmax(np, x, dim)
 
 
 def log_softmax_array(x, dim):
-    z = x - np.amax(x, axis=dim, keepdims=True)
-    return z - np.log(np.sum(np.exp(z), axis=dim, keepdims=True))
+    """log_softmax of a NumPy array along ``dim``."""
+    return _log_softmax(np, x, dim)
 
 
 SOFTMAX = defop(
-    "softmax", softmax_array, ("self",), attrs=("dim",),
+    "softmax", _softmax, ("self",), attrs=("dim",),
     vjp={"self": lambda F, g, out, dim: out * (g - F.sum(g * out, (dim,), True))},
     jvp={"self": lambda F, t, out, dim: out * (t - F.sum(t * out, (dim,), True))},
     math={"self": "grad_x = y * (grad - sum(grad * y, dim))", "out": "dy = y * (dx - sum(y dx))"},
@@ -38,7 +51,7 @@ SOFTMAX = defop(
            "Learning (2006), eq. 4.106)",
 )
 LOG_SOFTMAX = defop(
-    "log_softmax", log_softmax_array, ("self",), attrs=("dim",),
+    "log_softmax", _log_softmax, ("self",), attrs=("dim",),
     vjp={"self": lambda F, g, out, dim: g - F.exp(out) * F.sum(g, (dim,), True)},
     jvp={"self": lambda F, t, out, dim: t - F.sum(F.exp(out) * t, (dim,), True)},
     math={"self": "grad_x = grad - softmax(x) * sum(grad, dim)",
@@ -51,28 +64,35 @@ def _class_dim(ndim):
     return 0 if ndim == 1 else 1
 
 
-def _onehot(target, shape, cdim):
-    positions = np.arange(shape[cdim]).reshape([-1 if i == cdim else 1
-                                                for i in range(len(shape))])
-    return positions == np.expand_dims(target, cdim)
+def _is_index(xp, target):
+    return xp.isdtype(target.dtype, "integral")
 
 
-def _ce_forward(x, target, reduction, cdim):
-    logp = log_softmax_array(x, cdim)
-    if target.dtype.kind in "iu":
-        nll = -np.squeeze(np.take_along_axis(logp, np.expand_dims(target, cdim), cdim), cdim)
-    else:
-        nll = -np.sum(target * logp, axis=cdim)
+@xp_kernel
+def _ce_forward(xp, x, target, reduction, cdim):
+    logp = _log_softmax(xp, x, cdim)
+    if not _is_index(xp, target):
+        nll = -xp.sum(target * logp, axis=cdim)
+    elif "take_along_axis" in vars(xp):
+        index = xp.expand_dims(target, axis=cdim)
+        nll = -xp.squeeze(xp.take_along_axis(logp, index, axis=cdim), axis=cdim)
+    else:  # a library without gathers: the picked entries by a one-hot mask
+        index = xp.expand_dims(target, axis=cdim)
+        shape = [1] * logp.ndim
+        shape[cdim] = logp.shape[cdim]
+        positions = xp.reshape(xp.arange(logp.shape[cdim], dtype=target.dtype,
+                                         **on_device_of(target)), tuple(shape))
+        nll = -xp.sum(xp.where(positions == index, logp, 0.0), axis=cdim)
     if reduction == "mean":
-        return np.mean(nll)
-    return np.sum(nll) if reduction == "sum" else nll
+        return xp.mean(nll)
+    return xp.sum(nll) if reduction == "sum" else nll
 
 
 def _ce_dlogits(F, self, target, cdim):
     """d loss_n / d logits for each sample (before reduction)."""
     p = F.softmax(self, cdim)
-    if target.dtype.kind in "iu":
-        return p - _onehot(target, self.shape, cdim)
+    if dtype_kind(target.dtype) in "iu":
+        return p - F.onehot(target, self.shape[cdim], cdim, p.dtype)
     return p * F.sum(target, (cdim,), True) - target
 
 
@@ -152,22 +172,27 @@ def cross_entropy(input, target, reduction="mean"):
     cdim = _class_dim(x.ndim)
     if reduction not in ("mean", "sum", "none"):
         raise ShapeError(f"cross_entropy: unknown reduction {reduction!r}")
-    if t.dtype.kind in "iu":
+    if dtype_kind(t.dtype) in "iu":
         expected = x.shape[:cdim] + x.shape[cdim + 1:]
         if t.shape != expected:
             raise ShapeError(f"cross_entropy: class-index target of shape {t.shape} does not "
                              f"match input of shape {x.shape} (expected {expected})")
-        if t.size and (t.min() < 0 or t.max() >= x.shape[cdim]):
-            raise IndexError(f"cross_entropy: target values must be in [0, {x.shape[cdim]}), "
-                             f"got range [{t.min()}, {t.max()}]")
+        b = backend_of(t)
+        if t.size and not b.lazy:  # a lazy target is not computed to be checked
+            lo, hi = int(b.xp.min(t)), int(b.xp.max(t))
+            if lo < 0 or hi >= x.shape[cdim]:
+                raise IndexError(f"cross_entropy: target values must be in "
+                                 f"[0, {x.shape[cdim]}), got range [{lo}, {hi}]")
         return apply(CROSS_ENTROPY, (input, t), (reduction, cdim))
     if t.shape != x.shape:
         raise ShapeError(f"cross_entropy: probability target of shape {t.shape} does not match "
                          f"input of shape {x.shape}")
-    if t.dtype != x.dtype and x.dtype.kind == "f":
+    if t.dtype != x.dtype and dtype_kind(x.dtype) == "f":
         target = target.to(x.dtype) if isinstance(target, Tensor) else t.astype(x.dtype)
     return apply(CROSS_ENTROPY, (input, target), (reduction, cdim))
 
 
-_ns.register("softmax", softmax_array, softmax)
-_ns.register("log_softmax", log_softmax_array, log_softmax)
+_ns.register("softmax", softmax_array, softmax,
+             lambda xp, dev, lazy: lambda x, dim: _softmax(xp, x, dim))
+_ns.register("log_softmax", log_softmax_array, log_softmax,
+             lambda xp, dev, lazy: lambda x, dim: _log_softmax(xp, x, dim))

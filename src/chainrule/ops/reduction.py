@@ -10,12 +10,11 @@ import collections
 import math
 
 import numpy as np
-from scipy import special
 
 from .._dispatch import apply
 from .._table import defop, documented
 from .._tensor import Tensor
-from ..backend import xp_kernel
+from ..backend import backend_of, on_device_of, xp_kernel
 from ._dims import wrap_dim, wrap_dims
 
 __all__ = ["sum", "mean", "prod", "amax", "amin", "max", "min", "var", "std", "logsumexp",
@@ -85,7 +84,7 @@ MEAN = defop(
 
 def _prod_vjp(F, g, self, out, dim, keepdim):
     gk = _unreduce(F, g, self.shape, dim, keepdim)
-    if not (self == 0).any():
+    if not F.maybe_any(self == 0):
         return gk * _unreduce(F, out, self.shape, dim, keepdim) / self
     # With zeros, x_i^-1 prod(x) is undefined: use the product of the other entries.
     return gk * F.prod_others(self, dim)
@@ -115,7 +114,8 @@ def _select_mask(F, self, out, dim, keepdim):
 def _extreme(name, kernel, word):
     """amax / amin: the gradient goes to the extreme entries, shared evenly among ties."""
     return defop(
-        name, lambda x, dim, keepdim: kernel(x, axis=dim, keepdims=keepdim), ("self",),
+        name, xp_kernel(lambda xp, x, dim, keepdim: getattr(xp, kernel)(
+            x, axis=dim, keepdims=keepdim)), ("self",),
         attrs=("dim", "keepdim"),
         vjp={"self": lambda F, g, self, out, dim, keepdim: _unreduce(
             F, g, self.shape, dim, keepdim) * _select_mask(F, self, out, dim, keepdim)},
@@ -127,45 +127,43 @@ def _extreme(name, kernel, word):
     )
 
 
-AMAX = _extreme("amax", np.amax, "max")
-AMIN = _extreme("amin", np.amin, "min")
+AMAX = _extreme("amax", "max", "max")
+AMIN = _extreme("amin", "min", "min")
 
 
-def _arg_reduce(argfn):
-    def forward(x, dim, keepdim):
+def _arg_reduce(argname, valname):
+    @xp_kernel
+    def forward(xp, x, dim, keepdim):
         (d,) = dim
-        idx = argfn(x, axis=d, keepdims=True)
-        values = np.take_along_axis(x, idx, axis=d)
-        if not keepdim:
-            idx, values = np.squeeze(idx, d), np.squeeze(values, d)
-        return values, idx
+        # the value at the first arg-extreme is the extreme itself (NaN included)
+        return (getattr(xp, valname)(x, axis=d, keepdims=keepdim),
+                getattr(xp, argname)(x, axis=d, keepdims=keepdim))
 
     return forward
 
 
-def _onehot(indices, shape, dim, keepdim):
-    """Bool mask of the input's shape, true at the selected index along ``dim``."""
+def _onehot(F, indices, shape, dim, keepdim, dtype):
+    """Mask of the input's shape (in ``dtype``), 1 at the selected index along ``dim``."""
     (d,) = dim
-    idx = np.asarray(indices)
-    if not keepdim:
-        idx = np.expand_dims(idx, d)
-    positions = np.arange(shape[d]).reshape([-1 if i == d else 1 for i in range(len(shape))])
-    return positions == idx
+    if keepdim:
+        indices = F.squeeze(indices, (d,))
+    return F.onehot(indices, shape[d], d, dtype)
 
 
 def _max_vjp(F, g, self_shape, out, dim, keepdim):
-    return _unreduce(F, g[0], self_shape, dim, keepdim) * _onehot(out[1], self_shape, dim,
-                                                                  keepdim)
+    return _unreduce(F, g[0], self_shape, dim, keepdim) * _onehot(F, out[1], self_shape, dim,
+                                                                  keepdim, g[0].dtype)
 
 
 def _max_jvp(F, t, self_shape, out, dim, keepdim):
-    return F.sum(t * _onehot(out[1], self_shape, dim, keepdim), dim, keepdim), None
+    return F.sum(t * _onehot(F, out[1], self_shape, dim, keepdim, t.dtype), dim, keepdim), None
 
 
-def _value_selecting(name, argfn):
+def _value_selecting(name):
     """max / min along a dim, returning (values, indices); the gradient goes to the index."""
     return defop(
-        name, _arg_reduce(argfn), ("self",), attrs=("dim", "keepdim"), nout=2, out_diff=(0,),
+        name, _arg_reduce("arg" + name, name), ("self",), attrs=("dim", "keepdim"), nout=2,
+        out_diff=(0,),
         vjp={"self": _max_vjp}, jvp={"self": _max_jvp},
         math={"self": f"grad_x = grad scattered to the arg{name} index along dim",
               "out": f"dvalues = dx at the arg{name} index"},
@@ -174,8 +172,8 @@ def _value_selecting(name, argfn):
     )
 
 
-MAX_DIM = _value_selecting("max", np.argmax)
-MIN_DIM = _value_selecting("min", np.argmin)
+MAX_DIM = _value_selecting("max")
+MIN_DIM = _value_selecting("min")
 
 
 def _centered(F, self, dim):
@@ -183,8 +181,8 @@ def _centered(F, self, dim):
 
 
 VAR = defop(
-    "var", lambda x, dim, correction, keepdim: np.var(x, axis=dim, ddof=correction,
-                                                      keepdims=keepdim),
+    "var", xp_kernel(lambda xp, x, dim, correction, keepdim: xp.var(
+        x, axis=dim, correction=correction, keepdims=keepdim)),
     ("self",), attrs=("dim", "correction", "keepdim"),
     vjp={"self": lambda F, g, self, dim, correction, keepdim:
          _unreduce(F, g, self.shape, dim, keepdim) * (2.0 * _inv_dof(self.shape, dim,
@@ -221,8 +219,8 @@ def _std_jvp(F, t, self, out, dim, correction, keepdim):
 
 
 STD = defop(
-    "std", lambda x, dim, correction, keepdim: np.std(x, axis=dim, ddof=correction,
-                                                      keepdims=keepdim),
+    "std", xp_kernel(lambda xp, x, dim, correction, keepdim: xp.std(
+        x, axis=dim, correction=correction, keepdims=keepdim)),
     ("self",), attrs=("dim", "correction", "keepdim"),
     vjp={"self": _std_vjp}, jvp={"self": _std_jvp},
     math={"self": "grad_x = grad * (x - mean(x)) / ((n - correction) std)  (0 where std = 0)",
@@ -231,14 +229,20 @@ STD = defop(
 )
 
 
+def _logsumexp(xp, x, dim, keepdim):
+    # shifted by the finite maximum; all -inf gives -inf, +inf or NaN propagate
+    m = xp.max(x, axis=dim, keepdims=True)
+    m = xp.where(xp.isfinite(m), m, xp.zeros_like(m))
+    s = xp.log(xp.sum(xp.exp(x - m), axis=dim, keepdims=keepdim))
+    return s + xp.reshape(m, s.shape)
+
+
 def _lse_weights(F, self, out, dim, keepdim):
     return F.exp(self - _unreduce(F, out, self.shape, dim, keepdim))
 
 
 LOGSUMEXP = defop(
-    "logsumexp", lambda x, dim, keepdim: np.reshape(
-        special.logsumexp(x, axis=dim, keepdims=keepdim),
-        np.sum(x, axis=dim, keepdims=keepdim).shape),  # SciPy keeps a dim for 0-d inputs
+    "logsumexp", xp_kernel(_logsumexp),
     ("self",), attrs=("dim", "keepdim"),
     vjp={"self": lambda F, g, self, out, dim, keepdim:
          _unreduce(F, g, self.shape, dim, keepdim) * _lse_weights(F, self, out, dim, keepdim)},
@@ -250,20 +254,21 @@ LOGSUMEXP = defop(
 )
 
 
-def _vector_norm(x, ord, dim, keepdim):
-    a = np.abs(x)
+@xp_kernel
+def _vector_norm(xp, x, ord, dim, keepdim):
+    a = xp.abs(x)
     kw = dict(axis=dim, keepdims=keepdim)
     if ord == 2:
-        return np.sqrt(np.sum(a * a, **kw))
+        return xp.sqrt(xp.sum(a * a, **kw))
     if ord == math.inf:
-        return np.amax(a, **kw)
+        return xp.max(a, **kw)
     if ord == -math.inf:
-        return np.amin(a, **kw)
+        return xp.min(a, **kw)
     if ord == 0:
-        return np.sum(a != 0, **kw).astype(a.dtype)
+        return xp.sum(xp.astype(a != 0, a.dtype), **kw)
     if ord == 1:
-        return np.sum(a, **kw)
-    return np.sum(a ** ord, **kw) ** (1.0 / ord)
+        return xp.sum(a, **kw)
+    return xp.sum(a ** ord, **kw) ** (1.0 / ord)
 
 
 def _vector_norm_dx(F, self, out, ord, dim, keepdim):
@@ -395,30 +400,29 @@ def min(input, dim=None, keepdim=False):
     return min_return(values, indices)
 
 
-def argmax(input, dim=None, keepdim=False):
-    """Index of the largest entry (flattened when ``dim`` is None); no gradient."""
+def _arg_index(input, dim, keepdim, name):
+    """argmax / argmin on the input's backend (an int64 tensor, no gradient)."""
     from .._tensor import wrap
 
     data = input._data if isinstance(input, Tensor) else np.asarray(input)
+    xp = backend_of(data).xp
+    fn = getattr(xp, name)
     if dim is None:
-        return wrap(np.asarray(np.argmax(data)))
-    d = wrap_dim(dim, data.ndim, "argmax")
+        return wrap(xp.asarray(fn(xp.reshape(data, (-1,)), axis=0)))
+    d = wrap_dim(dim, data.ndim, name)
     if data.ndim == 0:
-        return wrap(np.zeros((), np.int64))
-    return wrap(np.asarray(np.argmax(data, axis=d, keepdims=bool(keepdim))))
+        return wrap(xp.zeros((), dtype=xp.int64, **on_device_of(data)))
+    return wrap(xp.asarray(fn(data, axis=d, keepdims=bool(keepdim))))
+
+
+def argmax(input, dim=None, keepdim=False):
+    """Index of the largest entry (flattened when ``dim`` is None); no gradient."""
+    return _arg_index(input, dim, keepdim, "argmax")
 
 
 def argmin(input, dim=None, keepdim=False):
     """Index of the smallest entry (flattened when ``dim`` is None); no gradient."""
-    from .._tensor import wrap
-
-    data = input._data if isinstance(input, Tensor) else np.asarray(input)
-    if dim is None:
-        return wrap(np.asarray(np.argmin(data)))
-    d = wrap_dim(dim, data.ndim, "argmin")
-    if data.ndim == 0:
-        return wrap(np.zeros((), np.int64))
-    return wrap(np.asarray(np.argmin(data, axis=d, keepdims=bool(keepdim))))
+    return _arg_index(input, dim, keepdim, "argmin")
 
 
 def _dim_or_unbiased(dim, unbiased):

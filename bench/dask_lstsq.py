@@ -1,0 +1,213 @@
+"""Least-squares gradient on a Dask cluster: chainrule's lazy backward vs hand-written Dask.
+
+Measures the time and the peak worker memory of one loss-and-gradient evaluation of
+L(w) = ||X w - y||^2 / n for a row-chunked X (n x d float64, default 2,000,000 x 50 in chunks
+of 100,000 rows) and y (n,), on a LocalCluster of 2 worker processes with one thread and a
+300 MiB memory limit each. X and y are generated with ``dask.array.random`` (seeded) and
+persisted on the workers first, so generation is not counted. Two ways, on the same chunks:
+
+* chainrule: ``r = cr.tensor(X) @ w - cr.tensor(y)``, ``loss = (r * r).sum() / n``,
+  ``loss.backward()`` (lazy), then one ``cr.compute(loss, w.grad)``;
+* hand-written Dask: ``r = X @ w0 - y``, ``g = 2 * (X.T @ r) / n`` and one
+  ``dask.compute((r * r).sum() / n, g)``.
+
+Each timed run includes building the graph (and, for chainrule, the backward pass). Time is
+the median of ``--repeat`` runs after one warm-up, the two ways taking turns. Peak memory is
+the largest resident set size (RSS) of any worker process during a run, read by a sampler
+thread on every worker (psutil, every 10 ms) that is reset before each run; the figure
+reported is the largest over the timed runs. The gradients of the two ways are checked to
+agree before timing. Run from the repository root with:
+
+    .venv/bin/python bench/dask_lstsq.py
+    .venv/bin/python bench/dask_lstsq.py --n 200000 --repeat 3     # quicker
+"""
+
+import argparse
+import statistics
+import time
+
+import _common  # noqa: F401  (one BLAS thread; the worker processes inherit it)
+import numpy as np
+
+import chainrule as cr
+
+TIME_TARGET, MEMORY_TARGET = 1.3, 1.5
+SAMPLE_INTERVAL = 0.01  # seconds between RSS samples on the workers
+
+
+# --- peak RSS sampler, run on every worker with client.run ---------------------------------
+
+def _start_sampler(dask_worker, interval=SAMPLE_INTERVAL):
+    """Start (once) a daemon thread on this worker that keeps the largest RSS it has seen."""
+    import threading
+    import time
+
+    import psutil
+
+    if getattr(dask_worker, "_bench_rss", None) is not None:
+        return True
+    proc = psutil.Process()
+    state = {"proc": proc, "peak": proc.memory_info().rss, "stop": False}
+
+    def sample():
+        while not state["stop"]:
+            rss = proc.memory_info().rss
+            if rss > state["peak"]:
+                state["peak"] = rss
+            time.sleep(interval)
+
+    dask_worker._bench_rss = state
+    threading.Thread(target=sample, name="bench-rss-sampler", daemon=True).start()
+    return True
+
+
+def _reset_peak(dask_worker):
+    """Set the peak to the RSS now; returns it (bytes)."""
+    state = dask_worker._bench_rss
+    state["peak"] = state["proc"].memory_info().rss
+    return state["peak"]
+
+
+def _read_peak(dask_worker):
+    """The largest RSS since the last reset (bytes), including one last sample."""
+    state = dask_worker._bench_rss
+    state["peak"] = max(state["peak"], state["proc"].memory_info().rss)
+    return state["peak"]
+
+
+def _stop_sampler(dask_worker):
+    state = getattr(dask_worker, "_bench_rss", None)
+    if state is not None:
+        state["stop"] = True
+        dask_worker._bench_rss = None
+    return True
+
+
+# --- the two gradients ---------------------------------------------------------------------
+
+def chainrule_grad(X, y, w0, n):
+    import dask.array as da
+
+    # w is a one-chunk Dask array: chainrule does not mix a NumPy tensor with Dask ones
+    # (see mixed_backend_note).
+    w = cr.tensor(da.from_array(w0, chunks=-1), requires_grad=True)
+    r = cr.tensor(X) @ w - cr.tensor(y)
+    loss = (r * r).sum() / n
+    loss.backward()  # lazy: builds the backward graph, computes nothing
+    value, g = cr.compute(loss, w.grad)
+    return float(value.numpy()), g.numpy()
+
+
+def dask_grad(X, y, w0, n):
+    import dask
+
+    r = X @ w0 - y
+    g = 2 * (X.T @ r) / n
+    value, g = dask.compute((r * r).sum() / n, g)
+    return float(value), np.asarray(g)
+
+
+def mixed_backend_note(X, y, w0):
+    """Whether ``cr.tensor(w0)`` with w0 a NumPy array can be used with Dask tensors (builds
+    the graph only)."""
+    try:
+        w = cr.tensor(w0, requires_grad=True)
+        r = cr.tensor(X) @ w - cr.tensor(y)
+        (r * r).sum().backward()
+    except Exception as exc:  # noqa: BLE001  (report whatever chainrule raises)
+        return f"a NumPy w with Dask X fails ({type(exc).__name__}: {exc}); w is wrapped " \
+               "with da.from_array(w0, chunks=-1) instead"
+    return "a NumPy w with Dask X works; w is still wrapped with da.from_array for the timing"
+
+
+# --- measurement ---------------------------------------------------------------------------
+
+def measured_run(client, fn, *args):
+    """Seconds, the largest worker RSS during the run (bytes) and the largest RSS at its start
+    (bytes)."""
+    start_rss = max(client.run(_reset_peak).values())
+    t0 = time.perf_counter()
+    fn(*args)
+    seconds = time.perf_counter() - t0
+    peak = max(client.run(_read_peak).values())
+    return seconds, peak, start_rss
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=2_000_000, help="rows of X")
+    parser.add_argument("--d", type=int, default=50, help="columns of X")
+    parser.add_argument("--chunk", type=int, default=100_000, help="rows per chunk")
+    parser.add_argument("--repeat", type=int, default=5, help="timed runs of each way")
+    args = parser.parse_args(argv)
+    n, d, chunk, repeat = args.n, args.d, args.chunk, args.repeat
+
+    import dask.array as da
+    from dask.distributed import Client, LocalCluster, wait
+
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, memory_limit="300MiB",
+                           processes=True, dashboard_address=None)
+    client = None
+    try:
+        client = Client(cluster)
+        rs = da.random.RandomState(0)
+        X = rs.standard_normal((n, d), chunks=(chunk, d))
+        y = X @ np.linspace(-1.0, 1.0, d) + 0.1 * rs.standard_normal(n, chunks=chunk)
+        X, y = client.persist([X, y])
+        wait([X, y])
+        w0 = np.random.default_rng(1).standard_normal(d) * 0.1
+        print(f"data: X {n:,} x {d} float64 = {n * d * 8 / 2**20:,.0f} MiB in "
+              f"{X.numblocks[0]} chunks of {chunk:,} rows, persisted on 2 worker processes "
+              f"(1 thread, 300 MiB limit each)")
+        print("note: " + mixed_backend_note(X, y, w0))
+
+        loss_cr, g_cr = chainrule_grad(X, y, w0, n)
+        loss_da, g_da = dask_grad(X, y, w0, n)
+        ok = np.allclose(g_cr, g_da) and np.isclose(loss_cr, loss_da)
+        print(f"gradient check, chainrule vs hand-written Dask: max abs difference "
+              f"{np.abs(g_cr - g_da).max():.2e} (loss {loss_cr:.6f} vs {loss_da:.6f}): "
+              + ("OK" if ok else "MISMATCH"))
+        if not ok:
+            raise SystemExit("chainrule's gradient is wrong; not timing it")
+
+        client.run(_start_sampler)
+        ways = {"chainrule": chainrule_grad, "hand-written Dask": dask_grad}
+        for fn in ways.values():  # warm-up
+            fn(X, y, w0, n)
+        times = {name: [] for name in ways}
+        peaks = {name: [] for name in ways}
+        starts = {name: [] for name in ways}
+        for _ in range(repeat):  # the two ways take turns
+            for name, fn in ways.items():
+                seconds, peak, start_rss = measured_run(client, fn, X, y, w0, n)
+                times[name].append(seconds)
+                peaks[name].append(peak / 2**20)
+                starts[name].append(start_rss / 2**20)
+        client.run(_stop_sampler)
+
+        sec = {name: statistics.median(t) for name, t in times.items()}
+        mib = {name: max(p) for name, p in peaks.items()}
+        print(f"\nleast-squares loss + gradient, {n:,} x {d}, chunks of {chunk:,} rows: "
+              f"median of {repeat} runs after 1 warm-up")
+        print(f"{'':<18} | {'time (s, median)':>16} | {'peak RSS per worker (MiB)':>25}")
+        print(f"{'-' * 18}-+-{'-' * 16}-+-{'-' * 25}")
+        for name in ways:
+            print(f"{name:<18} | {sec[name]:>16.3f} | {mib[name]:>25.0f}")
+        print("(peak RSS: the largest of any worker over the timed runs; worker RSS at the "
+              "start of a run: " + ", ".join(f"{name} {max(s):.0f} MiB"
+                                             for name, s in starts.items()) + ")")
+        t_ratio = sec["chainrule"] / sec["hand-written Dask"]
+        m_ratio = mib["chainrule"] / mib["hand-written Dask"]
+        t_verdict = "met" if t_ratio <= TIME_TARGET else "NOT met"
+        m_verdict = "met" if m_ratio <= MEMORY_TARGET else "NOT met"
+        print(f"chainrule / Dask time = {t_ratio:.2f}x (target <= {TIME_TARGET}x: {t_verdict})")
+        print(f"peak memory = {m_ratio:.2f}x (target <= {MEMORY_TARGET}x: {m_verdict})")
+    finally:
+        if client is not None:
+            client.close()
+        cluster.close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
