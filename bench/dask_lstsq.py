@@ -22,64 +22,87 @@ agree before timing. Run from the repository root with:
     .venv/bin/python bench/dask_lstsq.py --n 200000 --repeat 3     # quicker
 """
 
-import argparse
-import statistics
-import time
+import os
 
-import _common  # noqa: F401  (one BLAS thread; the worker processes inherit it)
-import numpy as np
+# One BLAS thread, set before NumPy loads; the worker processes inherit it. (Not via
+# _common: it imports torch, and the spawned workers re-import this module, so each would
+# start with some 250 MiB of torch and pause at once under the 300 MiB limit.)
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_var] = "1"
 
-import chainrule as cr
+import argparse  # noqa: E402
+import statistics  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+import chainrule as cr  # noqa: E402
 
 TIME_TARGET, MEMORY_TARGET = 1.3, 1.5
 SAMPLE_INTERVAL = 0.01  # seconds between RSS samples on the workers
 
 
-# --- peak RSS sampler, run on every worker with client.run ---------------------------------
+# --- on every worker (client.run): peak RSS sampler, pause counter ------------------------
 
-def _start_sampler(dask_worker, interval=SAMPLE_INTERVAL):
-    """Start (once) a daemon thread on this worker that keeps the largest RSS it has seen."""
+def _arm(dask_worker, interval=SAMPLE_INTERVAL):
+    """Once per worker process: start a daemon thread that keeps the largest RSS seen, and
+    replace the worker's "Pausing/Resuming worker" and "Unmanaged memory" warnings (one per
+    event, hundreds a run when the data is spilled) by a count of pauses. Restarts and errors
+    are still logged."""
+    import logging
     import threading
     import time
 
     import psutil
 
-    if getattr(dask_worker, "_bench_rss", None) is not None:
-        return True
+    state = getattr(dask_worker, "_bench_state", None)
+    if state is not None:
+        return state
     proc = psutil.Process()
-    state = {"proc": proc, "peak": proc.memory_info().rss, "stop": False}
+    state = {"proc": proc, "peak": proc.memory_info().rss, "pauses": 0}
 
     def sample():
-        while not state["stop"]:
+        while dask_worker._bench_state is state:
             rss = proc.memory_info().rss
             if rss > state["peak"]:
                 state["peak"] = rss
             time.sleep(interval)
 
-    dask_worker._bench_rss = state
+    def count_and_drop(record):
+        message = record.getMessage()
+        if "Pausing worker" in message:
+            state["pauses"] += 1
+        return not ("Pausing worker" in message or "Resuming worker" in message
+                    or "Unmanaged memory use is high" in message)
+
+    logging.getLogger("distributed.worker.memory").addFilter(count_and_drop)
+    dask_worker._bench_state = state
     threading.Thread(target=sample, name="bench-rss-sampler", daemon=True).start()
-    return True
+    return state
 
 
-def _reset_peak(dask_worker):
-    """Set the peak to the RSS now; returns it (bytes)."""
-    state = dask_worker._bench_rss
-    state["peak"] = state["proc"].memory_info().rss
-    return state["peak"]
+def _probe(dask_worker, reset=False):
+    """This worker's pid, largest RSS since the last reset (bytes, with one last sample), RSS
+    now, pauses since the last reset, and bytes of data held in memory and spilled to disk;
+    with ``reset``, start a new measurement afterwards."""
+    import os
+
+    state = _arm(dask_worker)
+    now = state["proc"].memory_info().rss
+    data = dask_worker.data
+    memory = getattr(data, "memory", data)
+    tasks = dask_worker.state.tasks
+    out = {"pid": os.getpid(), "peak": max(state["peak"], now), "now": now,
+           "pauses": state["pauses"],
+           "in_memory": sum(tasks[k].nbytes or 0 for k in list(memory) if k in tasks),
+           "on_disk": getattr(getattr(data, "spilled_total", None), "disk", 0)}
+    if reset:
+        state["peak"], state["pauses"] = now, 0
+    return out
 
 
-def _read_peak(dask_worker):
-    """The largest RSS since the last reset (bytes), including one last sample."""
-    state = dask_worker._bench_rss
-    state["peak"] = max(state["peak"], state["proc"].memory_info().rss)
-    return state["peak"]
-
-
-def _stop_sampler(dask_worker):
-    state = getattr(dask_worker, "_bench_rss", None)
-    if state is not None:
-        state["stop"] = True
-        dask_worker._bench_rss = None
+def _disarm(dask_worker):
+    dask_worker._bench_state = None  # ends the sampler thread
     return True
 
 
@@ -122,15 +145,21 @@ def mixed_backend_note(X, y, w0):
 
 # --- measurement ---------------------------------------------------------------------------
 
+def probe(client, reset=False):
+    return list(client.run(_probe, reset=reset).values())
+
+
 def measured_run(client, fn, *args):
-    """Seconds, the largest worker RSS during the run (bytes) and the largest RSS at its start
-    (bytes)."""
-    start_rss = max(client.run(_reset_peak).values())
+    """Seconds, the largest worker RSS during the run (bytes), the largest RSS at its start
+    (bytes), the worker pauses during it and the worker pids after it."""
+    before = probe(client, reset=True)
     t0 = time.perf_counter()
     fn(*args)
     seconds = time.perf_counter() - t0
-    peak = max(client.run(_read_peak).values())
-    return seconds, peak, start_rss
+    after = probe(client)
+    # a worker that was restarted during the run is new: its peak covers only its own life
+    return (seconds, max(w["peak"] for w in after), max(w["now"] for w in before),
+            sum(w["pauses"] for w in after), {w["pid"] for w in after})
 
 
 def main(argv=None):
@@ -150,15 +179,20 @@ def main(argv=None):
     client = None
     try:
         client = Client(cluster)
+        probe(client, reset=True)  # arm the samplers and the pause counters
         rs = da.random.RandomState(0)
         X = rs.standard_normal((n, d), chunks=(chunk, d))
         y = X @ np.linspace(-1.0, 1.0, d) + 0.1 * rs.standard_normal(n, chunks=chunk)
         X, y = client.persist([X, y])
         wait([X, y])
         w0 = np.random.default_rng(1).standard_normal(d) * 0.1
+        workers = probe(client, reset=True)
         print(f"data: X {n:,} x {d} float64 = {n * d * 8 / 2**20:,.0f} MiB in "
-              f"{X.numblocks[0]} chunks of {chunk:,} rows, persisted on 2 worker processes "
-              f"(1 thread, 300 MiB limit each)")
+              f"{X.numblocks[0]} chunks of {chunk:,} rows, and y, persisted on 2 worker "
+              "processes (1 thread, 300 MiB limit each): "
+              f"{sum(w['in_memory'] for w in workers) / 2**20:.0f} MiB in memory, "
+              f"{sum(w['on_disk'] for w in workers) / 2**20:.0f} MiB spilled to disk; "
+              f"workers paused {sum(w['pauses'] for w in workers)} times while persisting")
         print("note: " + mixed_backend_note(X, y, w0))
 
         loss_cr, g_cr = chainrule_grad(X, y, w0, n)
@@ -170,20 +204,23 @@ def main(argv=None):
         if not ok:
             raise SystemExit("chainrule's gradient is wrong; not timing it")
 
-        client.run(_start_sampler)
         ways = {"chainrule": chainrule_grad, "hand-written Dask": dask_grad}
         for fn in ways.values():  # warm-up
             fn(X, y, w0, n)
-        times = {name: [] for name in ways}
-        peaks = {name: [] for name in ways}
-        starts = {name: [] for name in ways}
+        pids = {w["pid"] for w in probe(client)}
+        times, peaks, starts, pauses = ({name: [] for name in ways} for _ in range(4))
+        restarted = {name: 0 for name in ways}
         for _ in range(repeat):  # the two ways take turns
             for name, fn in ways.items():
-                seconds, peak, start_rss = measured_run(client, fn, X, y, w0, n)
+                seconds, peak, start_rss, paused, pids_after = measured_run(
+                    client, fn, X, y, w0, n)
                 times[name].append(seconds)
                 peaks[name].append(peak / 2**20)
                 starts[name].append(start_rss / 2**20)
-        client.run(_stop_sampler)
+                pauses[name].append(paused)
+                restarted[name] += len(pids_after - pids)
+                pids = pids_after
+        client.run(_disarm)
 
         sec = {name: statistics.median(t) for name, t in times.items()}
         mib = {name: max(p) for name, p in peaks.items()}
@@ -193,9 +230,13 @@ def main(argv=None):
         print(f"{'-' * 18}-+-{'-' * 16}-+-{'-' * 25}")
         for name in ways:
             print(f"{name:<18} | {sec[name]:>16.3f} | {mib[name]:>25.0f}")
-        print("(peak RSS: the largest of any worker over the timed runs; worker RSS at the "
-              "start of a run: " + ", ".join(f"{name} {max(s):.0f} MiB"
-                                             for name, s in starts.items()) + ")")
+        print("(peak RSS: the largest of any worker over the timed runs, sampled every "
+              f"{SAMPLE_INTERVAL * 1e3:.0f} ms)")
+        for name in ways:
+            print(f"  {name}: runs {', '.join(f'{t:.2f}' for t in times[name])} s; worker RSS "
+                  f"at the start of a run up to {max(starts[name]):.0f} MiB; worker pauses "
+                  f"per run {', '.join(map(str, pauses[name]))}; worker restarts "
+                  f"{restarted[name]}")
         t_ratio = sec["chainrule"] / sec["hand-written Dask"]
         m_ratio = mib["chainrule"] / mib["hand-written Dask"]
         t_verdict = "met" if t_ratio <= TIME_TARGET else "NOT met"

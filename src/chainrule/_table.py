@@ -20,9 +20,11 @@ which sums each VJP back to its input's shape, so rules may return a broadcast r
 
 from __future__ import annotations
 
+import dis
 import inspect
 from operator import itemgetter
 
+from . import _ns
 from .backend import NUMPY, kernel_for
 
 TABLE: dict[str, "Op"] = {}
@@ -179,6 +181,37 @@ def _camel(name):
     return "".join(part[:1].upper() + part[1:] for part in name.split("_"))
 
 
+_LOADS = {"LOAD_FAST", "LOAD_DEREF", "LOAD_CLOSURE", "LOAD_FAST_CHECK", "LOAD_FAST_BORROW"}
+_ATTRS = {"LOAD_ATTR", "LOAD_METHOD"}
+
+
+def namespace_uses(fn, _seen=None, _globals=None):
+    """The names a rule reads from its namespace argument ``F`` (``F.exp`` -> "exp"),
+    found in its bytecode, in the functions and lambdas nested in it, and in the module's
+    helper functions it calls whose first parameter is also ``F``."""
+    seen = set() if _seen is None else _seen
+    code = getattr(fn, "__code__", fn)
+    if code in seen:
+        return set()
+    seen.add(code)
+    names = set()
+    helpers = getattr(fn, "__globals__", _globals or {})
+    previous = None
+    for ins in dis.get_instructions(code):
+        if ins.opname in _ATTRS and previous is not None and previous.opname in _LOADS \
+                and previous.argval == "F":
+            names.add(ins.argval)
+        elif ins.opname == "LOAD_GLOBAL":
+            helper = helpers.get(ins.argval)
+            if inspect.isfunction(helper) and helper.__code__.co_varnames[:1] == ("F",):
+                names |= namespace_uses(helper, seen)
+        previous = ins
+    for const in code.co_consts:
+        if inspect.iscode(const):
+            names |= namespace_uses(const, seen, helpers)
+    return names
+
+
 def defop(
     name, forward, inputs, vjp, *, attrs=(), jvp=None, math, source,
     nout=1, out_diff=None, view=False, variadic=False, node_name=None, doc=None,
@@ -255,6 +288,12 @@ def defop(
                     f"defop({name!r}): rule for {key!r} names {unknown}, which are not "
                     f"among the op's inputs, 'out', attrs or '<input>_shape' {op.pool}"
                 )
+            undeclared = sorted(namespace_uses(fn) - set(_ns.names()))
+            if undeclared:
+                raise ValueError(
+                    f"defop({name!r}): the rule for {key!r} uses F.{', F.'.join(undeclared)}, "
+                    "which the rule namespace does not declare (declare it in chainrule._ns "
+                    "or register it with _ns.register before the op)")
             table[key] = (fn, params)
     missing = [n for n in op.inputs if n not in op.vjp_rules]
     if missing:

@@ -37,14 +37,10 @@ from .._dispatch import ShapeError, apply
 from .._state import STATE
 from .._table import defop, documented
 from .._tensor import Tensor, wrap
+from . import inverse as _inverse  # noqa: F401  (declares F.solve_triangular, used below)
+from ._errors import LinAlgError
 
 __all__ = ["cholesky", "qr", "eigh", "eigvalsh", "svd", "svdvals"]
-
-
-class LinAlgError(np.linalg.LinAlgError, RuntimeError):
-    """A decomposition failed on its input (e.g. cholesky of a matrix that is not positive
-    definite). Both a ``numpy.linalg.LinAlgError`` (a ValueError) and a RuntimeError, like
-    ``torch.linalg.LinAlgError``."""
 
 
 # --- helpers of the rule namespace ----------------------------------------------------

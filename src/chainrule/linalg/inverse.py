@@ -42,7 +42,7 @@ from .._dispatch import ShapeError, apply
 from .._ns import RAW, register
 from .._table import defop, documented
 from .._tensor import Tensor
-from .decomp import LinAlgError  # one class for all of linalg: NumPy's and a RuntimeError
+from ._errors import LinAlgError  # one class for all of linalg: NumPy's and a RuntimeError
 
 __all__ = [
     "LinAlgError", "inv", "det", "slogdet", "logdet", "solve", "solve_triangular",
@@ -375,6 +375,33 @@ def _scalar_to_matrix(F, s):
 
 
 # inv: Y = A^-1, dY = -Y dA Y, grad_A = -Y^T G Y^T.
+def _register():
+    """Declare the names the linalg rules use (before any op that uses them; the
+    differentiable versions are looked up when called)."""
+    register("inv", lambda A: _inv_kernel(A, "inv (in a derivative rule): "),
+             lambda A: inv(A))
+    register("inv_ext", _inv_ext, lambda A: inv(A))
+    register("solve", lambda A, B: _solve_matrix(A, B, "solve (in a derivative rule): "),
+             lambda A, B: apply(SOLVE, (A, B), (True, False)))
+    register("cofactor", _cofactor, lambda A: apply(COFACTOR, (A,)))
+    register("det_hvp", _det_hvp, lambda A, E: _det_hvp_differentiable(A, E))
+    register("matrix_exp_frechet", _frechet_raw, lambda A, E: _frechet_differentiable(A, E))
+    # One kernel for the triangular solve: the op's own (decomp's cholesky and qr rules use
+    # it too).
+    register("solve_triangular",
+             lambda A, B, *, upper, left=True, unitriangular=False: _solve_tri_kernel(
+                 A, B, upper, left, unitriangular, "solve_triangular (in a derivative rule): "),
+             lambda *a, **k: solve_triangular(*a, **k))
+    register("cross", _cross_kernel, lambda a, b, dim: apply(CROSS, (a, b), (dim,)))
+    register("solve_sylvester",
+             lambda A, B, C: _sylvester_kernel(A, B, C, "solve_sylvester (in a derivative "
+                                                        "rule): "),
+             lambda A, B, C: apply(SOLVE_SYLVESTER, (A, B, C)))
+
+
+_register()
+
+
 INV = defop(
     "linalg_inv", _inv_kernel, ("A",), node_name="LinalgInvExBackward0",
     vjp={"A": lambda F, g, out: -F.matmul(F.matmul(F.mT(out), g), F.mT(out))},
@@ -591,27 +618,6 @@ SOLVE_SYLVESTER = defop(
 
 
 # --- the rule namespace ------------------------------------------------------------------
-
-
-def _register():
-    register("inv", lambda A: _inv_kernel(A, "inv (in a derivative rule): "), inv)
-    register("inv_ext", _inv_ext, inv)
-    register("solve", lambda A, B: _solve_matrix(A, B, "solve (in a derivative rule): "),
-             lambda A, B: apply(SOLVE, (A, B), (True, False)))
-    register("cofactor", _cofactor, lambda A: apply(COFACTOR, (A,)))
-    register("det_hvp", _det_hvp, _det_hvp_differentiable)
-    register("matrix_exp_frechet", _frechet_raw, _frechet_differentiable)
-    # One kernel for the triangular solve: the op's own (decomp's cholesky and qr rules use
-    # it too).
-    register("solve_triangular",
-             lambda A, B, *, upper, left=True, unitriangular=False: _solve_tri_kernel(
-                 A, B, upper, left, unitriangular, "solve_triangular (in a derivative rule): "),
-             solve_triangular)
-    register("cross", _cross_kernel, lambda a, b, dim: apply(CROSS, (a, b), (dim,)))
-    register("solve_sylvester",
-             lambda A, B, C: _sylvester_kernel(A, B, C, "solve_sylvester (in a derivative "
-                                                        "rule): "),
-             lambda A, B, C: apply(SOLVE_SYLVESTER, (A, B, C)))
 
 
 def _det_hvp_differentiable(A, E):
@@ -1261,6 +1267,3 @@ def solve_sylvester(A, B, C):
         raise _shape_error(op, f"C must be (*, {a[-1]}, {b[-1]})", names, shapes)
     _batch(op, names, shapes, (a[:-2], b[:-2], c[:-2]))
     return apply(SOLVE_SYLVESTER, (_as_input(A), _as_input(B), _as_input(C)))
-
-
-_register()

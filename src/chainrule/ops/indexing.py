@@ -42,6 +42,10 @@ def normalize_index(index):
     return tuple(out), basic
 
 
+_ns.register("index_put", NUMPY.xp.index_put, lambda *a: index_put(*a),
+             lambda xp, dev, lazy: xp.index_put)
+
+
 def _scatter_back(F, g, self_shape, index):
     return F.index_put(F.zeros(self_shape, g.dtype), index, g, True)
 
@@ -114,5 +118,3 @@ def take_along_dim(input, indices, dim):
     return getitem(input, index)
 
 
-_ns.register("index_put", NUMPY.xp.index_put, index_put,
-             lambda xp, dev, lazy: xp.index_put)

@@ -42,6 +42,11 @@ def log_softmax_array(x, dim):
     return _log_softmax(np, x, dim)
 
 
+_ns.register("softmax", softmax_array, lambda x, dim: softmax(x, dim),
+             lambda xp, dev, lazy: lambda x, dim: _softmax(xp, x, dim))
+_ns.register("log_softmax", log_softmax_array, lambda x, dim: log_softmax(x, dim),
+             lambda xp, dev, lazy: lambda x, dim: _log_softmax(xp, x, dim))
+
 SOFTMAX = defop(
     "softmax", _softmax, ("self",), attrs=("dim",),
     vjp={"self": lambda F, g, out, dim: out * (g - F.sum(g * out, (dim,), True))},
@@ -192,7 +197,3 @@ def cross_entropy(input, target, reduction="mean"):
     return apply(CROSS_ENTROPY, (input, target), (reduction, cdim))
 
 
-_ns.register("softmax", softmax_array, softmax,
-             lambda xp, dev, lazy: lambda x, dim: _softmax(xp, x, dim))
-_ns.register("log_softmax", log_softmax_array, log_softmax,
-             lambda xp, dev, lazy: lambda x, dim: _log_softmax(xp, x, dim))
