@@ -16,7 +16,13 @@ the median of ``--repeat`` runs after one warm-up, the two ways taking turns. Pe
 the largest resident set size (RSS) of any worker process during a run, read by a sampler
 thread on every worker (psutil, every 10 ms) that is reset before each run; the figure
 reported is the largest over the timed runs. The gradients of the two ways are checked to
-agree before timing. Run from the repository root with:
+agree before timing. At the default size the data (763 MiB) is more than the two workers may
+hold, so most of it is spilled to disk and the workers pause now and then: the script counts
+those pauses (instead of logging each) and worker restarts, per run.
+
+chainrule's ``w`` is a one-chunk Dask array (``da.from_array(w0, chunks=-1)``, as in
+examples/distributed_regression.py); whether a NumPy ``w`` works with Dask ``X`` is
+printed as a note. Run from the repository root with:
 
     .venv/bin/python bench/dask_lstsq.py
     .venv/bin/python bench/dask_lstsq.py --n 200000 --repeat 3     # quicker
@@ -79,6 +85,22 @@ def _arm(dask_worker, interval=SAMPLE_INTERVAL):
     dask_worker._bench_state = state
     threading.Thread(target=sample, name="bench-rss-sampler", daemon=True).start()
     return state
+
+
+def _arm_plugin():
+    """A worker plugin that arms every worker when it starts, restarted ones included."""
+    from distributed import WorkerPlugin
+
+    class ArmWorkers(WorkerPlugin):
+        name = "bench-dask-lstsq"
+
+        def setup(self, worker):
+            _arm(worker)
+
+        def teardown(self, worker):
+            _disarm(worker)
+
+    return ArmWorkers()
 
 
 def _probe(dask_worker, reset=False):
@@ -179,7 +201,7 @@ def main(argv=None):
     client = None
     try:
         client = Client(cluster)
-        probe(client, reset=True)  # arm the samplers and the pause counters
+        client.register_plugin(_arm_plugin())  # the samplers and the pause counters
         rs = da.random.RandomState(0)
         X = rs.standard_normal((n, d), chunks=(chunk, d))
         y = X @ np.linspace(-1.0, 1.0, d) + 0.1 * rs.standard_normal(n, chunks=chunk)
@@ -220,7 +242,7 @@ def main(argv=None):
                 pauses[name].append(paused)
                 restarted[name] += len(pids_after - pids)
                 pids = pids_after
-        client.run(_disarm)
+        client.unregister_worker_plugin(_arm_plugin().name)
 
         sec = {name: statistics.median(t) for name, t in times.items()}
         mib = {name: max(p) for name, p in peaks.items()}

@@ -9,6 +9,7 @@ import numpy as np
 
 import chainrule as cr
 from chainrule.autograd import grad
+from chainrule.backend import dtype_kind
 
 
 class Computed(AssertionError):
@@ -69,36 +70,70 @@ def converters():
     return out
 
 
+def _passes(sample, make, cots, weights, tangents):
+    """Forward, VJP, second-order VJP and JVP of ``sample`` on inputs made by ``make``
+    (an ndarray -> array function): (outputs, grads, second-order grads, tangents)."""
+    from chainrule.autograd import forward_ad as fwAD
+
+    inputs = [cr.tensor(make(x), requires_grad=True) if isinstance(x, np.ndarray) else x
+              for x in sample.inputs]
+    out = sample.fn(*inputs)
+    outs = [o for o in (out if isinstance(out, tuple) else (out,)) if o.requires_grad]
+    diff = [t for t in inputs if isinstance(t, cr.Tensor)]
+    gs = grad(outs, diff, [cr.as_tensor(make(c)) for c in cots], allow_unused=True,
+              materialize_grads=True, create_graph=True)
+    second = [g for g in gs if g.requires_grad]
+    total = None
+    for g, w in zip(gs, weights):
+        if g.requires_grad:
+            term = (g * cr.as_tensor(make(w))).sum()
+            total = term if total is None else total + term
+    g2 = grad(total, diff, allow_unused=True, materialize_grads=True) if second else []
+    with fwAD.dual_level():
+        it = iter(tangents)
+        duals = [fwAD.make_dual(cr.tensor(make(x)), cr.tensor(make(next(it))))
+                 if isinstance(x, np.ndarray) else x for x in sample.inputs]
+        fout = sample.fn(*duals)
+        touts = [fwAD.unpack_dual(o).tangent
+                 for o in (fout if isinstance(fout, tuple) else (fout,))
+                 if dtype_kind(o.dtype) == "f"]
+    return outs, gs, g2, touts
+
+
 def run_sample(sample, backend):
-    """Forward and VJP of ``sample`` on ``backend``, checked against NumPy. Returns None
-    when it runs and agrees, else the exception (its class and message say why)."""
+    """Forward, VJP (first and second order) and JVP of ``sample`` on ``backend``, checked
+    against NumPy. Returns None when all run and agree, else the exception (its class and
+    message say why)."""
     to_b, to_np, guard = converters()[backend]
-    inputs = [x for x in sample.inputs]
-    ref_in = [cr.tensor(x, requires_grad=True) if isinstance(x, np.ndarray) else x
-              for x in inputs]
-    ref = sample.fn(*ref_in)
-    ref_outs = [o for o in (ref if isinstance(ref, tuple) else (ref,))
-                if o.requires_grad and o.dtype.kind == "f"]
     rng = np.random.default_rng(0)
-    cots = [rng.standard_normal(o.shape) for o in ref_outs]
-    diff_ref = [t for t in ref_in if isinstance(t, cr.Tensor)]
-    ref_g = grad(ref_outs, diff_ref, [cr.tensor(c) for c in cots], allow_unused=True,
-                 materialize_grads=True)
+    ref = sample.fn(*[cr.tensor(x) if isinstance(x, np.ndarray) else x
+                      for x in sample.inputs])
+    shapes = [o.shape for o in (ref if isinstance(ref, tuple) else (ref,))]
+    cots = [rng.standard_normal(s) for s in shapes]
+    weights = [rng.standard_normal(x.shape) for x in sample.inputs
+               if isinstance(x, np.ndarray)]
+    tangents = list(weights)
     try:
-        b_in = [cr.tensor(to_b(x), requires_grad=True) if isinstance(x, np.ndarray) else x
-                for x in inputs]
+        expected = _passes(sample, lambda a: a, cots, weights, tangents)
+    except Exception:  # a sample NumPy cannot run this way (e.g. an integer output)
+        return None
+    ref_outs, ref_g, ref_g2, ref_t = expected
+    cots = cots[:len(ref_outs)]
+    try:
         with guard():
-            out = sample.fn(*b_in)
-            outs = [o for o in (out if isinstance(out, tuple) else (out,))
-                    if o.requires_grad]
-            b_cots = [cr.as_tensor(to_b(c)) for c in cots]
-            diff = [t for t in b_in if isinstance(t, cr.Tensor)]
-            gs = grad(outs, diff, b_cots, allow_unused=True, materialize_grads=True)
-        for o, r in zip(outs, ref_outs):
-            np.testing.assert_allclose(to_np(o._data), r.detach().numpy(), rtol=1e-9,
-                                       atol=1e-9)
-        for g, r in zip(gs, ref_g):
-            np.testing.assert_allclose(to_np(g._data), r.numpy(), rtol=1e-8, atol=1e-9)
+            got = _passes(sample, to_b, cots, weights, tangents)
+        for a, b in zip(got[0], ref_outs):
+            np.testing.assert_allclose(to_np(a._data), b.detach().numpy(), rtol=1e-9,
+                                       atol=1e-9, err_msg="forward")
+        for what, xs, ys in (("vjp", got[1], ref_g), ("second-order vjp", got[2], ref_g2),
+                             ("jvp", got[3], ref_t)):
+            assert len(xs) == len(ys), what
+            for a, b in zip(xs, ys):
+                if b is None:
+                    assert a is None, what
+                    continue
+                np.testing.assert_allclose(to_np(a._data), b.detach().numpy(), rtol=1e-8,
+                                           atol=1e-9, err_msg=what)
     except Exception as exc:  # reported: the caller compares with KNOWN_GAPS
         return exc
     return None

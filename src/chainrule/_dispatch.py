@@ -281,6 +281,10 @@ def _foreign(op, inputs, attrs):
         d = x._data if isinstance(x, Tensor) else x
         if isinstance(d, _generic):  # a NumPy scalar: a tensor's 0-d data, or a constant
             d = _asarray(d) if isinstance(x, Tensor) else d.item()
+        if d.__class__ is _ndarray and d.ndim == 0 and not (
+                isinstance(x, Tensor) and x._requires_grad):
+            d = d.item()  # a 0-d NumPy constant mixes with any backend, as PyTorch's 0-dim
+            #               CPU tensors do with CUDA tensors (by category: a Python number)
         if d.__class__ not in _PY_SCALARS and d is not None:
             try:
                 b = backend_of(d)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+from ._tensor import wrap
 from .backend import NUMPY
 
 
@@ -194,10 +195,25 @@ def register_differentiable(**fns):
     _CACHE.clear()
 
 
-def differentiable():
+_CONSTRUCTORS = ("zeros", "ones", "eye")
+
+
+def differentiable(backend=None, device=None):
     """The namespace of differentiable ops with RAW's names (built once, and again when
-    more names are registered). Raises RuntimeError naming any declared name without a
+    more names are registered); for another ``backend``, its constructors make tensors on
+    that backend and ``device``. Raises RuntimeError naming any declared name without a
     differentiable version (a rule using it could not be differentiated again)."""
+    if backend is not None and backend is not NUMPY:
+        key = ("ns", backend.name, str(device), len(_DECLARED))
+        ns = _CACHE.get(key)
+        if ns is None:
+            raw = raw_for(backend, device)
+            fns = dict(vars(differentiable()))
+            for name in _CONSTRUCTORS:
+                fns[name] = (lambda make: lambda *a, **k: wrap(make(*a, **k)))(
+                    getattr(raw, name))
+            ns = _CACHE[key] = SimpleNamespace(**fns)
+        return ns
     ns = _CACHE.get("ns")
     if ns is None:
         missing = sorted(set(_DECLARED) - set(_DIFFERENTIABLE))

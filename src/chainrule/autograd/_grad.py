@@ -32,15 +32,14 @@ def _as_tuple(x):
 def _namespace(create_graph, outputs=()):
     """The namespace the engine runs the rules with: recorded ops for create_graph, else
     the raw namespace of the outputs' backend."""
-    if create_graph:
-        return differentiable()
     for out in outputs:
         d = getattr(out, "_data", None)
         if d is not None and d.__class__ is not np.ndarray:
             b = backend_of(d)
             # constructors in the rules make arrays on the outputs' device
-            return raw_for(b, None if b.lazy else getattr(d, "device", None))
-    return RAW
+            dev = None if b.lazy else getattr(d, "device", None)
+            return differentiable(b, dev) if create_graph else raw_for(b, dev)
+    return differentiable() if create_graph else RAW
 
 
 def _host(g, like):

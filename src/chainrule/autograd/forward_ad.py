@@ -25,7 +25,7 @@ from .. import _dispatch, _ns
 from .._dual import NODE_TANGENTS, set_tangent, tangent_of
 from .._state import STATE
 from .._tensor import Tensor, check_grad_dtype, wrap
-from ..backend import dtype_kind
+from ..backend import backend_of, dtype_kind
 
 __all__ = ["dual_level", "make_dual", "unpack_dual", "UnpackedDualTensor", "enter_dual_level",
            "exit_dual_level"]
@@ -76,13 +76,19 @@ def make_dual(tensor, tangent, *, level=None):
     if not isinstance(tensor, Tensor):
         tensor = wrap(np.asarray(tensor))
     check_grad_dtype(tensor.dtype, "primal")
-    t = np.asarray(tangent._data if isinstance(tangent, Tensor) else tangent)
-    if t.shape != tensor.shape:
-        raise RuntimeError(f"make_dual: the tangent has shape {t.shape} but the primal has "
-                           f"shape {tuple(tensor.shape)}; they must match")
+    t = tangent._data if isinstance(tangent, Tensor) else tangent
+    data = tensor._data
+    if data.__class__ is np.ndarray:
+        t = np.asarray(t)
+    if tuple(t.shape) != tuple(tensor.shape):
+        raise RuntimeError(f"make_dual: the tangent has shape {tuple(t.shape)} but the "
+                           f"primal has shape {tuple(tensor.shape)}; they must match")
     check_grad_dtype(t.dtype, "tangent")
     dual = _plain_view(tensor)
-    set_tangent(dual, np.array(t, dtype=tensor.dtype))
+    if data.__class__ is np.ndarray:
+        set_tangent(dual, np.array(t, dtype=tensor.dtype))
+    else:  # on the primal's backend (a tangent of another backend raises there)
+        set_tangent(dual, backend_of(data).xp.astype(t, data.dtype, copy=True))
     return dual
 
 
@@ -115,12 +121,20 @@ def _tangent(op, inputs, datas, attrs, out, result):
     # namespace; the output tangent is then batched too.
     batched = _ns.BATCHING.batched
     is_batched = batched is not None and any(isinstance(t, batched) for t in ts)
-    F = _ns.batched() if is_batched else _ns.RAW
+    first = out if op.nout == 1 else out[0]
+    foreign = first.__class__ is not np.ndarray and not isinstance(first, np.generic)
+    if is_batched:
+        F = _ns.batched()
+    elif foreign:
+        b = backend_of(first)
+        F = _ns.raw_for(b, None if b.lazy else getattr(first, "device", None))
+    else:
+        F = _ns.RAW
 
     def args(params, pool):
         return [pool[op.pool.index(p)] for p in params]
 
-    shapes = [np.shape(d) for d in datas]
+    shapes = [tuple(d.shape) if hasattr(d, 'shape') else () for d in datas]
     if op.variadic:
         fn, params = _jvp_rule(op, 0)
         t_out = fn(F, ts, *args(params, (datas, out, *attrs, shapes)))
@@ -136,12 +150,16 @@ def _tangent(op, inputs, datas, attrs, out, result):
     outs = (result,) if op.nout == 1 else result
     parts = (t_out,) if op.nout == 1 else (t_out or (None,) * op.nout)
     for r, o, part in zip(outs, (out,) if op.nout == 1 else out, parts):
-        if part is not None and dtype_kind(np.asarray(o).dtype) == "f":
-            dtype = np.asarray(o).dtype
-            if is_batched and isinstance(part, batched):
-                set_tangent(r, batched(part.rows(np.shape(o), dtype)))
-            else:
-                set_tangent(r, np.array(np.broadcast_to(part, np.shape(o)), dtype=dtype))
+        if part is None or dtype_kind(o.dtype) != "f":
+            continue
+        if is_batched and isinstance(part, batched):
+            set_tangent(r, batched(part.rows(np.shape(o), o.dtype)))
+        elif foreign:
+            xp = backend_of(o).xp
+            set_tangent(r, xp.astype(xp.broadcast_to(xp.asarray(part), o.shape), o.dtype,
+                                     copy=True))
+        else:
+            set_tangent(r, np.array(np.broadcast_to(part, np.shape(o)), dtype=o.dtype))
     node = outs[0]._grad_fn
     if node is not None:
         NODE_TANGENTS[node] = (STATE.dual_level, ts, [tangent_of(r) for r in outs])

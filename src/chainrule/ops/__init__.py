@@ -41,7 +41,9 @@ def _prod_others(x, dim):
     flat = reshape(moved, tuple(shape[d] for d in lead) + (-1,))  # noqa: F405
     n = flat.shape[-1]
     copies = expand(unsqueeze(flat, -2), flat.shape[:-1] + (n, n))  # noqa: F405
-    others = where(_np.eye(n, dtype=bool), 1.0, copies).prod(dim=-1)  # noqa: F405
+    b = _backend_of(x._data)
+    eye = _c.as_tensor(_ns.raw_for(b).eye(n, n, dtype=b.xp.bool))  # on x's backend
+    others = where(eye, 1.0, copies).prod(dim=-1)  # noqa: F405
     inverse = _np.argsort(lead + list(dims))
     return permute(reshape(others, moved_shape), tuple(inverse))  # noqa: F405
 

@@ -8,6 +8,7 @@ Broadcast inputs get their cotangent summed back by the engine.
 from __future__ import annotations
 
 import math
+import operator
 
 import numpy as np
 
@@ -404,29 +405,41 @@ def _data(x):
     return x._data if isinstance(x, Tensor) else x
 
 
-def _compare(ufunc):
+def _compare(ufunc, op):
     def fn(input, other):
-        return wrap(ufunc(_data(input), _data(other)))
+        a, b = _data(input), _data(other)
+        if a.__class__ is np.ndarray or b.__class__ is np.ndarray:
+            return wrap(ufunc(a, b))
+        return wrap(op(a, b))  # another backend's array (or scalars): its own operator
 
     fn.__name__ = ufunc.__name__
     fn.__doc__ = f"Elementwise ``{ufunc.__name__}``; returns a bool tensor without grad."
     return fn
 
 
-lt, le, gt, ge, eq, ne = (_compare(u) for u in (np.less, np.less_equal, np.greater,
-                                                np.greater_equal, np.equal, np.not_equal))
+lt, le, gt, ge, eq, ne = (_compare(u, o) for u, o in (
+    (np.less, operator.lt), (np.less_equal, operator.le), (np.greater, operator.gt),
+    (np.greater_equal, operator.ge), (np.equal, operator.eq), (np.not_equal, operator.ne)))
+
+
+def _predicate(name):
+    def fn(input):
+        a = _data(input)
+        return wrap(getattr(np if a.__class__ is np.ndarray else backend_of(a).xp, name)(a))
+
+    return fn
 
 
 def logical_not(input):
     """Elementwise not; a bool tensor without grad."""
-    return wrap(np.logical_not(_data(input)))
+    return _predicate("logical_not")(input)
 
 
 def isnan(input):
     """Elementwise NaN test; a bool tensor without grad."""
-    return wrap(np.isnan(_data(input)))
+    return _predicate("isnan")(input)
 
 
 def isfinite(input):
     """Elementwise finiteness test; a bool tensor without grad."""
-    return wrap(np.isfinite(_data(input)))
+    return _predicate("isfinite")(input)
