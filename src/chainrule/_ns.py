@@ -50,7 +50,7 @@ def _squeeze(xp):
     return squeeze
 
 
-def _onehot(xp, dev, lazy):
+def make_onehot(xp, dev, lazy=False):
     """onehot(index, n, dim, dtype): ``dtype`` array, 1 where the position along the new
     axis ``dim`` (of length ``n``) equals ``index`` (an integer array), else 0."""
     def onehot(index, n, dim, dtype):
@@ -103,7 +103,7 @@ _DECLARED = {
                                                                   keepdims=keepdim),
     "prod_others": lambda xp, dev, lazy: lambda x, dim: _prod_others(xp, x, dim),
     "maybe_any": lambda xp, dev, lazy: _maybe_any(xp, lazy),
-    "onehot": _onehot,
+    "onehot": make_onehot,
     "matmul": lambda xp, dev, lazy: xp.matmul,
     "trace": lambda xp, dev, lazy: xp.trace,
     "diag": lambda xp, dev, lazy: xp.diag,

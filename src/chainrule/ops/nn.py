@@ -69,25 +69,17 @@ def _class_dim(ndim):
     return 0 if ndim == 1 else 1
 
 
-def _is_index(xp, target):
-    return xp.isdtype(target.dtype, "integral")
-
-
 @xp_kernel
 def _ce_forward(xp, x, target, reduction, cdim):
     logp = _log_softmax(xp, x, cdim)
-    if not _is_index(xp, target):
+    if dtype_kind(target.dtype) not in "iu":
         nll = -xp.sum(target * logp, axis=cdim)
     elif "take_along_axis" in vars(xp):
         index = xp.expand_dims(target, axis=cdim)
         nll = -xp.squeeze(xp.take_along_axis(logp, index, axis=cdim), axis=cdim)
     else:  # a library without gathers: the picked entries by a one-hot mask
-        index = xp.expand_dims(target, axis=cdim)
-        shape = [1] * logp.ndim
-        shape[cdim] = logp.shape[cdim]
-        positions = xp.reshape(xp.arange(logp.shape[cdim], dtype=target.dtype,
-                                         **on_device_of(target)), tuple(shape))
-        nll = -xp.sum(xp.where(positions == index, logp, 0.0), axis=cdim)
+        onehot = _ns.make_onehot(xp, on_device_of(target))
+        nll = -xp.sum(logp * onehot(target, logp.shape[cdim], cdim, logp.dtype), axis=cdim)
     if reduction == "mean":
         return xp.mean(nll)
     return xp.sum(nll) if reduction == "sum" else nll
