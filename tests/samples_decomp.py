@@ -25,7 +25,7 @@ def randn(*shape):
 
 def spd(A):
     n = A.shape[-1]
-    return A @ A.mT + n * cr.eye(n, dtype=A.dtype)
+    return A @ A.mT + n * cr.eye(n, dtype=A.dtype, device=A.device)
 
 
 def sym(A):

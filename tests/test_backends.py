@@ -96,11 +96,23 @@ def test_tensor_keeps_foreign_arrays_and_reports_device():
 def test_two_backends_in_one_op_raise_naming_both():
     da = pytest.importorskip("dask.array")
     a = cr.tensor(da.ones(3, chunks=3))
-    b = cr.ones(3)
+    # a NumPy constant beside Dask data joins Dask lazily (both on the CPU, as PyTorch
+    # mixes tensors of one device) ...
+    mixed = a + cr.ones(3)
+    assert mixed.backend == "dask"
+    np.testing.assert_array_equal(mixed.numpy(), np.full(3, 2.0))
+    # ... but a NumPy tensor that requires grad would get a Dask gradient: refused
+    w = cr.ones(3, requires_grad=True)
     with pytest.raises(RuntimeError, match="dask on cpu and numpy on cpu"):
-        a + b
+        a + w
+    assert w.grad is None
     c = a * 2.0 + 1  # Python scalars mix with any backend
     assert c.backend == "dask"
+    xps = pytest.importorskip("array_api_strict")
+    s = cr.tensor(xps.ones(3, device=xps.Device("device1")))
+    with pytest.raises(RuntimeError, match="array_api_strict on array_api_strict.device1 "
+                                           "and numpy on cpu"):
+        s + cr.ones(3)
 
 
 def test_compute_runs_one_shared_dask_compute():
@@ -135,6 +147,37 @@ def test_device_api():
     np.testing.assert_array_equal(d.numpy(), [0.0, 1.0, 2.0])
     with pytest.raises(TypeError, match="from_dlpack"):
         cr.from_dlpack([1.0])
+
+
+def test_constructors_and_to_reach_an_array_api_device():
+    xps = pytest.importorskip("array_api_strict")
+    name = "array_api_strict.device1"
+    z = cr.zeros(2, 3, device=name, requires_grad=True)
+    assert z.device == name and z.requires_grad and z.shape == (2, 3)
+    e = cr.eye(3, dtype=z.dtype, device=z.device)  # a dtype and device of that library
+    assert e.device == name and e.dtype == xps.float64
+    assert cr.ones(2).to(name).device == name
+    with pytest.raises(RuntimeError, match="zeros: device 'nowhere' is not available"):
+        cr.zeros(2, device="nowhere")
+
+
+def test_degenerate_decompositions_give_nan_off_the_host_where_numpy_raises():
+    # eigh of a matrix with a repeated eigenvalue, with a loss on its eigenvectors: NumPy
+    # raises (naming them); Dask cannot raise without computing, so the gradient is NaN
+    # there (never a finite wrong value), as PyTorch returns on every device
+    da = pytest.importorskip("dask.array")
+    A = np.diag([1.0, 1.0, 3.0])
+    x = cr.tensor(A, requires_grad=True)
+    with pytest.raises(RuntimeError, match="eigenvalues 0 and 1 are \\(nearly\\) equal"):
+        cr.linalg.eigh(x)[1][:, 0].sum().backward()
+    xd = cr.tensor(da.from_array(A, chunks=-1), requires_grad=True)
+    cr.linalg.eigh(xd)[1][:, 0].sum().backward()
+    g = xd.grad.numpy()
+    assert np.isnan(g).any()
+    # the eigenvalues alone keep their exact, finite gradient: V diag(1) V^T = I
+    xd = cr.tensor(da.from_array(A, chunks=-1), requires_grad=True)
+    cr.linalg.eigh(xd)[0].sum().backward()
+    np.testing.assert_allclose(xd.grad.numpy(), np.eye(3), atol=1e-12)
 
 
 def test_distributed_regression_example_runs_small():

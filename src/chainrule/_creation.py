@@ -13,7 +13,7 @@ import numpy as np
 
 from ._dispatch import name_errors
 from ._tensor import Tensor, wrap
-from .backend import backend_of
+from .backend import backend_of, numpy_dtype
 from .backend import device as _device
 
 __all__ = ["tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "eye",
@@ -40,6 +40,11 @@ def get_default_dtype():
     return _DEFAULT_FLOAT[0].type
 
 
+def _np_dtype(dtype):
+    """A dtype of any backend (``x.dtype`` of a tensor on another device) as NumPy's."""
+    return None if dtype is None else numpy_dtype(dtype)
+
+
 def _float_default(data, dtype, from_python=True):
     """Cast a float64 result of a constructor to the default float dtype when no dtype was
     asked for (and the data came from Python numbers, not from an array)."""
@@ -56,10 +61,11 @@ def _check_device(device, op):
     dev = _device(device)
     if dev.type == "cpu":
         return None
-    if dev.type == "cuda":
-        return dev
-    raise RuntimeError(f"{op}: device {str(dev)!r} is not available: chainrule computes on "
-                       "the CPU (NumPy, Dask) or on 'cuda' (CuPy)")
+    if dev.type != "cuda" and "." not in dev.type:
+        raise RuntimeError(f"{op}: device {str(dev)!r} is not available: chainrule computes "
+                           "on the CPU (NumPy, Dask), on 'cuda' (CuPy) or on an Array API "
+                           "library's device ('array_api_strict.device1')")
+    return dev  # made on the host, then moved there
 
 
 def _on_device(t, dev):
@@ -176,7 +182,8 @@ def zeros(*size, dtype=None, device=None, requires_grad=False, **kwargs):
     _check_device(device, "zeros")
     shape = _shape(size, kwargs.pop("size", None))
     _no_extra(kwargs, "zeros")
-    return _make(_float_default(np.zeros(shape, dtype=dtype), dtype), requires_grad, device)
+    data = np.zeros(shape, dtype=_np_dtype(dtype))
+    return _make(_float_default(data, dtype), requires_grad, device)
 
 
 def ones(*size, dtype=None, device=None, requires_grad=False, **kwargs):
@@ -184,7 +191,8 @@ def ones(*size, dtype=None, device=None, requires_grad=False, **kwargs):
     _check_device(device, "ones")
     shape = _shape(size, kwargs.pop("size", None))
     _no_extra(kwargs, "ones")
-    return _make(_float_default(np.ones(shape, dtype=dtype), dtype), requires_grad, device)
+    data = np.ones(shape, dtype=_np_dtype(dtype))
+    return _make(_float_default(data, dtype), requires_grad, device)
 
 
 def empty(*size, dtype=None, device=None, requires_grad=False, **kwargs):
@@ -192,7 +200,8 @@ def empty(*size, dtype=None, device=None, requires_grad=False, **kwargs):
     _check_device(device, "empty")
     shape = _shape(size, kwargs.pop("size", None))
     _no_extra(kwargs, "empty")
-    return _make(_float_default(np.empty(shape, dtype=dtype), dtype), requires_grad, device)
+    data = np.empty(shape, dtype=_np_dtype(dtype))
+    return _make(_float_default(data, dtype), requires_grad, device)
 
 
 def _no_extra(kwargs, op):
@@ -203,14 +212,14 @@ def _no_extra(kwargs, op):
 def full(size, fill_value, dtype=None, device=None, requires_grad=False):
     """A tensor of shape ``size`` filled with ``fill_value`` (dtype as NumPy infers it)."""
     _check_device(device, "full")
-    return _make(_float_default(np.full(tuple(size), fill_value, dtype=dtype), dtype),
+    return _make(_float_default(np.full(tuple(size), fill_value, dtype=_np_dtype(dtype)), dtype),
                  requires_grad, device)
 
 
 def eye(n, m=None, dtype=None, device=None, requires_grad=False):
     """The ``n x m`` identity (``m = n`` by default)."""
     _check_device(device, "eye")
-    return _make(_float_default(np.eye(n, m, dtype=dtype), dtype), requires_grad, device)
+    return _make(_float_default(np.eye(n, m, dtype=_np_dtype(dtype)), dtype), requires_grad, device)
 
 
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
@@ -218,14 +227,14 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
     _check_device(device, "arange")
     if end is None:
         start, end = 0, start
-    return _make(_float_default(np.arange(start, end, step, dtype=dtype), dtype),
+    return _make(_float_default(np.arange(start, end, step, dtype=_np_dtype(dtype)), dtype),
                  requires_grad, device)
 
 
 def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
     """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
     _check_device(device, "linspace")
-    return _make(_float_default(np.linspace(start, end, steps, dtype=dtype), dtype),
+    return _make(_float_default(np.linspace(start, end, steps, dtype=_np_dtype(dtype)), dtype),
                  requires_grad, device)
 
 

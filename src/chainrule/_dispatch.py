@@ -268,14 +268,35 @@ def make_call(op):
     return call
 
 
+def _common_backend(op, inputs, datas, arrays, mask):
+    """The one backend of an op's array inputs (None when there are none). A NumPy
+    constant (not requiring grad) beside Dask data joins Dask, as both compute on the CPU
+    (PyTorch mixes tensors of one device); any other mix of backends or devices raises,
+    naming both."""
+    lazy = next((b for _, b in arrays if b.lazy), None)
+    backend = first = None
+    for i, b in arrays:
+        d = datas[i]
+        if b is NUMPY and lazy is not None and not mask >> i & 1 and d.__class__ is _ndarray:
+            datas[i] = lazy.from_numpy(d)
+            continue
+        if backend is None:
+            backend, first = b, d
+        elif b is not backend or b.device(d) != backend.device(first):
+            raise RuntimeError(
+                f"{op.name}: expected all tensors to be on the same backend and device, "
+                f"but found {backend.name} on {backend.device(first)} and {b.name} on "
+                f"{b.device(d)} ({op.inputs[min(i, len(op.inputs) - 1)]})")
+    return backend
+
+
 def _foreign(op, inputs, attrs):
     """An op on data of a backend other than NumPy (Dask, CuPy, an Array API library):
     the kernel bound to that backend, then the same recording as the NumPy path. Tensors
     of two backends or devices in one op raise; Python scalars mix with any backend."""
     inputs = list(inputs)
-    backend = None
-    first = None
     datas = []
+    arrays = []  # (index, backend) of each array input
     mask = 0
     for i, x in enumerate(inputs):
         d = x._data if isinstance(x, Tensor) else x
@@ -287,19 +308,13 @@ def _foreign(op, inputs, attrs):
             #               CPU tensors do with CUDA tensors (by category: a Python number)
         if d.__class__ not in _PY_SCALARS and d is not None:
             try:
-                b = backend_of(d)
+                arrays.append((i, backend_of(d)))
             except TypeError:  # no array (a str, a list): NumPy's kernel says what is wrong
-                b = NUMPY
-            if backend is None:
-                backend, first = b, d
-            elif b is not backend or b.device(d) != backend.device(first):
-                raise RuntimeError(
-                    f"{op.name}: expected all tensors to be on the same backend and device, "
-                    f"but found {backend.name} on {backend.device(first)} and {b.name} on "
-                    f"{b.device(d)} ({op.inputs[min(i, len(op.inputs) - 1)]})")
+                arrays.append((i, NUMPY))
         if isinstance(x, Tensor) and x._requires_grad:
             mask |= 1 << i
         datas.append(d)
+    backend = _common_backend(op, inputs, datas, arrays, mask)
     kernel = op.forward if backend is None or backend is NUMPY else backend.kernel(op)
     try:
         out = kernel(datas, *attrs) if op.variadic else kernel(*datas, *attrs)

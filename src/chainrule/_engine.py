@@ -187,7 +187,7 @@ def _walk(roots, seeds, retain_graph, accumulate, capture, only, F, kind):
             if g is None:
                 input_grads = None
             elif graph:
-                input_grads = node._vjp_graph(g, F)
+                input_grads = node._vjp(g, F, True)
             elif node.checks is None and saved is not None and not node.plan.variadic:
                 input_grads = node.plan.vjp(F, g, saved)  # OpNode._vjp, inlined
             else:
@@ -216,7 +216,7 @@ def _walk(roots, seeds, retain_graph, accumulate, capture, only, F, kind):
             else:
                 if batched_ns is not None and type(node) is not MultiOpNode:
                     raise Unbatchable(_unbatchable(node, None))
-                input_grads = node._vjp_graph(g, F) if graph else node._vjp(g, F)
+                input_grads = node._vjp(g, F, graph)
             if not retain_graph:
                 node._release()
             is_op = type(node) is MultiOpNode

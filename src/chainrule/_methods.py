@@ -8,6 +8,7 @@ from . import _inplace, ops
 from . import _tensor as _tensor_mod
 from ._dispatch import refresh_view
 from ._tensor import Tensor, wrap
+from .backend import backend_of, host_to, numpy_dtype
 from .backend import device as _device
 from .ops.elementwise import ADD, DIV, MUL, POW, SUB
 
@@ -55,7 +56,7 @@ def _to(self, *args, dtype=None, device=None, copy=False, **kwargs):
     t = self
     if device is not None:
         t = _move(t, _device(device))
-    if dtype is not None and np.dtype(dtype) != t.dtype:
+    if dtype is not None and numpy_dtype(dtype) != numpy_dtype(t.dtype):
         t = ops.to_dtype(t, dtype)
     return t.clone() if copy and t is self else t
 
@@ -70,15 +71,10 @@ def _move(t, dev):
             "chainrule.randn(..., device='cuda', requires_grad=True))")
     if dev.type == "cpu":
         return wrap(t.numpy())
-    if dev.type == "cuda":
-        try:
-            import cupy
-        except ImportError:
-            raise RuntimeError("to: device 'cuda' needs CuPy (pip install chainrule[gpu]) "
-                               "and a GPU") from None
-        with cupy.cuda.Device(dev.index or 0):
-            return wrap(cupy.asarray(t.numpy()))
-    raise RuntimeError(f"to: unknown device {str(dev)!r}")
+    try:
+        return wrap(host_to(dev, t.numpy()))
+    except RuntimeError as error:
+        raise RuntimeError(f"to: {error}") from None
 
 
 def _cpu(self):
@@ -200,7 +196,30 @@ def _contiguous_copy(t):
 
 
 def _bool_op(ufunc):
-    return lambda self, other: wrap(ufunc(self._data, _data(other)))
+    """``&``, ``|``, ``^`` with NumPy's ufunc, or the data's own library's function of the
+    same name (``logical_and``)."""
+    def op(self, other):
+        d = self._data
+        fn = ufunc if d.__class__ is np.ndarray else getattr(backend_of(d).xp, ufunc.__name__)
+        return wrap(fn(d, _data(other)))
+    return op
+
+
+def _invert(self):
+    d = self._data
+    if d.__class__ is np.ndarray:
+        return wrap(np.invert(d))
+    xp = backend_of(d).xp
+    return wrap(xp.logical_not(d) if d.dtype == xp.bool else xp.bitwise_invert(d))
+
+
+def _reduce_bool(name):
+    """``any``/``all`` over ``dim``, with the data's own library."""
+    def reduce(self, dim=None, keepdim=False):
+        d = self._data
+        xp = np if d.__class__ is np.ndarray else backend_of(d).xp
+        return wrap(getattr(xp, name)(d, axis=dim, keepdims=keepdim))
+    return reduce
 
 
 def install():
@@ -212,10 +231,7 @@ def install():
     for name in ("reshape", "view", "permute", "expand"):
         setattr(T, name, _varargs(getattr(ops, name)))
     T.where = lambda self, condition, other: ops.where(condition, self, other)
-    T.any = lambda self, dim=None, keepdim=False: wrap(np.any(self._data, axis=dim,
-                                                                keepdims=keepdim))
-    T.all = lambda self, dim=None, keepdim=False: wrap(np.all(self._data, axis=dim,
-                                                                keepdims=keepdim))
+    T.any, T.all = _reduce_bool("any"), _reduce_bool("all")
     T.to = _to
     T.cpu = _cpu
     T.cuda = _cuda
@@ -248,7 +264,7 @@ def install():
     T.__and__ = _bool_op(np.logical_and)
     T.__or__ = _bool_op(np.logical_or)
     T.__xor__ = _bool_op(np.logical_xor)
-    T.__invert__ = lambda self: wrap(np.invert(self._data))
+    T.__invert__ = _invert
     for name, fn, ufunc in (("add", ops.add, np.add), ("sub", ops.sub, np.subtract),
                             ("mul", ops.mul, np.multiply), ("div", ops.div, np.true_divide)):
         method = _inplace_binary(fn, ufunc)

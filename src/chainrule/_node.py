@@ -19,6 +19,7 @@ from ._dual import node_tangents, with_tangent
 from ._tensor import Tensor, _fill, wrap
 
 _new = object.__new__
+_NUMBERS = (int, float, bool, complex)
 
 FREED = (
     "Trying to backward through the graph a second time (or directly access saved tensors "
@@ -52,8 +53,10 @@ class _Handle:
 class Node:
     """Base class of graph nodes.
 
-    ``_vjp(g, F)`` receives the output cotangent (a list of them, ``None`` for zero, when
-    the node has several outputs) and returns one input cotangent per edge.
+    ``_vjp(g, F, graph)`` receives the output cotangent (a list of them, ``None`` for zero,
+    when the node has several outputs) and returns one input cotangent per edge, computed
+    in namespace ``F``; ``graph`` (``create_graph=True``) records the computation. It is
+    the node's one backward path, for every order.
     """
 
     __slots__ = ("next_functions", "shapes", "pre_hooks", "__weakref__")
@@ -72,7 +75,7 @@ class Node:
         hooks.append(hook)
         return _Handle(hooks, hook)
 
-    def _vjp(self, g, F):  # pragma: no cover - abstract
+    def _vjp(self, g, F, graph=False):  # pragma: no cover - abstract
         raise NotImplementedError
 
     def _release(self):
@@ -126,32 +129,32 @@ class OpNode(Node):
     def name(self):
         return self.plan.op.node_name
 
-    def _vjp(self, g, F):
-        saved = self.saved
-        if saved is None:
-            raise RuntimeError(FREED)
-        if self.checks:
-            self._check_versions()
-        plan = self.plan
-        if plan.variadic:
-            rule, args = plan.rules[0]
-            needs = [node is not None for node, _ in self.next_functions]
-            return rule(F, g, needs, *args(saved))
-        return plan.vjp(F, g, saved)
+    def _vjp(self, g, F, graph=False):
+        """The input cotangents for output cotangent ``g``, computed by the op's rules in
+        namespace ``F``: one path for every order.
 
-    def _vjp_graph(self, g, F):
-        """The VJP with a recorded graph (``create_graph=True``): the same rules, run on
-        Tensors through the differentiable namespace ``F``.
-
-        Saved inputs come back as Tensors carrying their history (the saved array with the
-        edge's node as grad_fn), and ``out`` as a Tensor whose grad_fn is this node, so the
-        derivative of the VJP flows on through the first-order graph.
+        With ``graph`` (``create_graph=True``) ``g`` is a Tensor, ``F`` the differentiable
+        namespace, and the saved values are unpacked with their history (as PyTorch's
+        SavedVariable.unpack): saved inputs as Tensors whose grad_fn is the edge's node, and
+        ``out`` as a Tensor whose grad_fn is this node, so the derivative of the VJP flows
+        on through the first-order graph.
         """
         saved = self.saved
         if saved is None:
             raise RuntimeError(FREED)
         if self.checks:
             self._check_versions()
+        plan = self.plan
+        if graph:
+            saved = self._unpack(saved)
+        if plan.variadic:
+            rule, args = plan.rules[0]
+            needs = [node is not None for node, _ in self.next_functions]
+            return rule(F, g, needs, *args(saved))
+        return plan.vjp(F, g, saved)
+
+    def _unpack(self, saved):
+        """The saved values as Tensors with their history (see :meth:`_vjp`)."""
         plan = self.plan
         n_inputs = 1 if plan.variadic else len(plan.op.inputs)
         tangents = node_tangents(self)  # forward-over-reverse: saved values keep tangents
@@ -167,12 +170,7 @@ class OpNode(Node):
             elif slot == n_inputs:
                 value = self._outputs_with_history(value, tangents and tangents[1])
             args.append(value)
-        args = tuple(args)
-        if plan.variadic:
-            rule, get = plan.rules[0]
-            needs = [node is not None for node, _ in self.next_functions]
-            return rule(F, g, needs, *get(args))
-        return [None if r is None else r[0](F, g, *r[1](args)) for r in plan.rules]
+        return tuple(args)
 
     def _outputs_with_history(self, out, tangents=None):
         if self.nout == 1:
@@ -234,17 +232,16 @@ class MultiOpNode(OpNode):
 
     __slots__ = ("nout",)
 
-    def _vjp(self, g, F):
-        return OpNode._vjp(self, tuple(g), F)
-
-    def _vjp_graph(self, g, F):
-        return OpNode._vjp_graph(self, tuple(g), F)
+    def _vjp(self, g, F, graph=False):
+        return OpNode._vjp(self, tuple(g), F, graph)
 
 
 def _with_history(data, edge, tangent=None):
     """A Tensor holding saved ``data`` whose history is ``edge`` = (node, output_nr)."""
     node, nr = edge
     if node is None:
+        if tangent is None and data.__class__ in _NUMBERS:
+            return data  # a number input stays a number (as in the first-order rules)
         return with_tangent(wrap(data), tangent)
     if type(node) is AccumulateGrad:
         return node.variable
@@ -264,10 +261,8 @@ class DelayedError(Node):
         self.shapes = [None] * len(next_functions)
         self.pre_hooks = None
 
-    def _vjp(self, g, F):
+    def _vjp(self, g, F, graph=False):
         raise RuntimeError(self.message)
-
-    _vjp_graph = _vjp
 
 
 class AccumulateGrad(Node):
@@ -281,7 +276,7 @@ class AccumulateGrad(Node):
         self.shapes = ()
         self.pre_hooks = None
 
-    def _vjp(self, g, F):
+    def _vjp(self, g, F, graph=False):
         return ()
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from ._tensor import wrap
-from .backend import NUMPY
+from .backend import NUMPY, on_device_of
 
 
 def _prod_others(xp, x, dim):
@@ -57,7 +57,8 @@ def make_onehot(xp, dev, lazy=False):
         index = xp.expand_dims(index, axis=dim)
         shape = [1] * index.ndim
         shape[dim] = n
-        positions = xp.reshape(xp.arange(n, dtype=index.dtype, **dev), tuple(shape))
+        positions = xp.reshape(xp.arange(n, dtype=index.dtype, **(dev or on_device_of(index))),
+                               tuple(shape))
         return xp.astype(positions == index, dtype)
 
     return onehot

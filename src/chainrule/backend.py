@@ -30,21 +30,23 @@ __all__ = ["device", "Backend", "backend_of", "register_backend", "NUMPY", "kern
            "xp_kernel", "dtype_kind", "native_dtype", "on_device_of"]
 
 
-def dtype_kind(dtype):
-    """NumPy's one-letter kind ("f", "i", "u", "b", "c") of a dtype of any backend
-    (NumPy's, or an Array API library's such as ``array_api_strict.int64``)."""
+def numpy_dtype(dtype):
+    """``dtype`` of any backend (NumPy's, a name, or another library's such as
+    ``array_api_strict.float64``) as NumPy's dtype."""
     try:
-        return np.dtype(dtype).kind
+        return np.dtype(dtype)
     except TypeError:
-        return np.dtype(str(dtype).rsplit(".", 1)[-1]).kind
+        return np.dtype(str(dtype).rsplit(".", 1)[-1])
+
+
+def dtype_kind(dtype):
+    """NumPy's one-letter kind ("f", "i", "u", "b", "c") of a dtype of any backend."""
+    return numpy_dtype(dtype).kind
 
 
 def native_dtype(backend, dtype):
     """``dtype`` (NumPy's, a name, or another library's) as ``backend``'s own dtype."""
-    try:
-        np_dtype = np.dtype(dtype)
-    except TypeError:
-        np_dtype = np.dtype(str(dtype).rsplit(".", 1)[-1])
+    np_dtype = numpy_dtype(dtype)
     return np_dtype if backend is NUMPY else getattr(backend.xp, np_dtype.name)
 
 
@@ -131,6 +133,32 @@ def _trace(xp):
     return trace
 
 
+def host_to(dev, array):
+    """NumPy ``array`` copied onto ``dev`` (a :class:`device`): "cuda:i" (CuPy), or an
+    Array API library's device ("array_api_strict.device1", found among its namespace's
+    ``devices()``). RuntimeError for a device that no installed library has."""
+    if dev.type == "cuda":
+        try:
+            import cupy
+        except ImportError:
+            raise RuntimeError(f"device {str(dev)!r} needs CuPy (pip install "
+                               "chainrule[gpu]) and a GPU") from None
+        with cupy.cuda.Device(dev.index or 0):
+            return cupy.asarray(array)
+    library, _, name = dev.type.partition(".")
+    try:
+        xp = importlib.import_module(library) if name else None
+    except ImportError:
+        xp = None
+    info = getattr(xp, "__array_namespace_info__", None)
+    for d in (info().devices() if info is not None else ()):
+        if str(d) == name or f"'{name}'" in str(d):
+            return xp.asarray(array, device=d)
+    raise RuntimeError(f"device {str(dev)!r} is not available: chainrule computes on the "
+                       "CPU (NumPy, Dask), on 'cuda' (CuPy) or on an installed Array API "
+                       "library's device")
+
+
 def on_device_of(x):
     """``device=`` for constructors making arrays beside ``x`` (Dask arrays have none)."""
     d = getattr(x, "device", None)
@@ -197,6 +225,8 @@ def _index_put(xp):
         mask indices needs a scatter-add (repeated indices add up), which the standard
         lacks: NotImplementedError."""
         out = xp.asarray(x, copy=True)
+        if 0 in getattr(values, "shape", ()):  # nothing to write (Dask refuses empty ones)
+            return out
         if accumulate:
             if not all(isinstance(i, _BASIC_INDEX) for i in indices):
                 raise NotImplementedError(
@@ -375,7 +405,70 @@ def _dask():
     backend = Backend("dask", xp, lazy=True, providers=providers, to_numpy=to_numpy,
                       from_numpy=from_numpy)
     backend.xp.eye = _eye(backend.xp)
+    backend.xp.linalg = _dask_linalg(backend.xp, da)
     return backend
+
+
+def _dask_linalg(xp, da):
+    """Dask's linalg made chunk-aware: its factorizations take single matrices (a batch
+    is factorized matrix by matrix, lazily) in particular chunk layouts (QR and SVD: one
+    chunk across the shorter dimension; Cholesky: square chunks), so the input is
+    rechunked to that layout first."""
+    own = xp.linalg
+    linalg = SimpleNamespace(**{k: getattr(own, k) for k in dir(own) if not k.startswith("_")})
+
+    def per_matrix(fn):
+        def batched(x, /, **kwargs):
+            if x.ndim == 2:
+                return fn(x, **kwargs)
+            batch = x.shape[:-2]
+            outs = [fn(x[idx + (Ellipsis,)], **kwargs) for idx in np.ndindex(*batch)]
+            if isinstance(outs[0], tuple):
+                return tuple(xp.reshape(xp.stack(list(o)), batch + o[0].shape)
+                             for o in zip(*outs))
+            return xp.reshape(xp.stack(outs), batch + outs[0].shape)
+        return batched
+
+    def one_chunk_across(x):  # the shorter dimension in one chunk (tall-and-skinny/short-and-fat)
+        if len(x.chunks[-1]) > 1 and len(x.chunks[-2]) > 1:
+            return x.rechunk({x.ndim - (1 if x.shape[-1] <= x.shape[-2] else 2): -1})
+        return x
+
+    def whole(fn, x, shapes):
+        """``fn`` (NumPy's) on the whole matrix ``x`` in one lazy task: for what Dask's
+        blocked algorithms do not give (the matrix must fit one worker)."""
+        import dask
+
+        parts = dask.delayed(fn, nout=len(shapes), pure=True)(x)
+        return tuple(da.from_delayed(p, shape, dtype=x.dtype) for p, shape in
+                     zip(parts, shapes))
+
+    def qr(x, /, *, mode="reduced"):
+        if mode == "complete":  # Dask's blocked QR gives the reduced factors only
+            m, n = x.shape
+            return whole(lambda a: np.linalg.qr(a, mode="complete"), x, [(m, m), (m, n)])
+        return own.qr(one_chunk_across(x), mode=mode)
+
+    def svd(x, /, *, full_matrices=True):
+        if full_matrices:  # Dask's blocked SVD gives the thin factors only
+            m, n = x.shape
+            return whole(np.linalg.svd, x, [(m, m), (min(m, n),), (n, n)])
+        return own.svd(one_chunk_across(x), full_matrices=False)
+
+    def eigh(x, /):  # Dask has no symmetric eigensolver
+        n = x.shape[-1]
+        return whole(np.linalg.eigh, x, [(n,), (n, n)])
+
+    def cholesky(x, /, *, upper=False):
+        # array-api-compat's Dask cholesky returns Dask's default, the upper factor
+        size = max(max(x.chunks[-1]), max(x.chunks[-2]))
+        size = size if x.shape[-1] % size == 0 else x.shape[-1]  # every block square
+        return da.linalg.cholesky(x.rechunk((size, size)), lower=not upper)
+
+    linalg.qr, linalg.svd, linalg.cholesky = per_matrix(qr), per_matrix(svd), \
+        per_matrix(cholesky)
+    linalg.eigh = per_matrix(eigh)
+    return linalg
 
 
 @functools.lru_cache(maxsize=None)

@@ -112,29 +112,13 @@ class FunctionNode(Node):
     def _output_shapes(self):
         return [None if m is None else m[0] for m in self.output_meta]
 
-    def _vjp(self, grads, F):
-        if self.nout == 1:
-            grads = [grads]
-        fn, ctx = self.fn, self.ctx
-        if ctx._freed:
-            raise RuntimeError(FREED)
-        args = []
-        for g, meta in zip(grads, self.output_meta):
-            if g is None and ctx.materialize_grads and meta is not None:
-                g = np.zeros(meta[0], dtype=meta[1])
-            args.append(None if g is None else wrap(g))
-        if _jvp_only(fn):
-            result = _backward_from_jvp(self, args, create_graph=False)
-        else:
-            with _state.no_grad():
-                result = fn.backward(ctx, *args)
-        return self._check(result)
+    def _vjp(self, grads, F, graph=False):
+        """Run the user's backward: the node's one backward path, for every order.
 
-    def _vjp_graph(self, grads, F):
-        """create_graph=True: run backward on Tensors with grad mode on, so a backward
-        written with chainrule ops is recorded and can be differentiated again. A backward
-        that cannot be (``@once_differentiable``, or one that left the library: its
-        gradient has no history) yields gradients that raise when differentiated."""
+        With ``graph`` (create_graph=True) backward runs on Tensors with grad mode on, so a
+        backward written with chainrule ops is recorded and can be differentiated again. A
+        backward that cannot be (``@once_differentiable``, or one that left the library:
+        its gradient has no history) yields gradients that raise when differentiated."""
         if self.nout == 1:
             grads = [grads]
         fn, ctx = self.fn, self.ctx
@@ -143,13 +127,15 @@ class FunctionNode(Node):
         args = []
         for g, meta in zip(grads, self.output_meta):
             if g is None and ctx.materialize_grads and meta is not None:
-                g = wrap(np.zeros(meta[0], dtype=meta[1]))
-            args.append(g)
+                g = F.zeros(meta[0], meta[1])  # on the cotangents' backend and device
+            args.append(g if g is None or graph else wrap(g))
         if _jvp_only(fn):
-            result = _backward_from_jvp(self, args, create_graph=True)
+            result = _backward_from_jvp(self, args, create_graph=graph)
         else:
-            with _state.set_grad_enabled(not self.once):
+            with _state.set_grad_enabled(graph and not self.once):
                 result = fn.backward(ctx, *args)
+        if not graph:
+            return self._check(result)
         checked = self._check(result, keep_tensors=True)
         # The inputs of this node require grad, so a gradient without history cannot be
         # right to second order (unless it truly is constant): say so when it is used.

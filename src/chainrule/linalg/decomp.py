@@ -34,9 +34,11 @@ from scipy.linalg import get_lapack_funcs
 
 from .. import _dual, _state
 from .._dispatch import ShapeError, apply
+from .._ns import BATCHING
 from .._state import STATE
 from .._table import defop, documented
 from .._tensor import Tensor, wrap
+from ..backend import NUMPY, backend_of, numpy_dtype, xp_kernel
 from . import inverse as _inverse  # noqa: F401  (declares F.solve_triangular, used below)
 from ._errors import LinAlgError
 
@@ -48,12 +50,39 @@ __all__ = ["cholesky", "qr", "eigh", "eigvalsh", "svd", "svdvals"]
 
 def _data(x):
     """The array behind a rule argument (an array, or a Tensor when the backward is
-    recorded); used only for checks and masks, never for values that need a gradient."""
-    return x._data if isinstance(x, Tensor) else np.asarray(x)
+    recorded, or a batch of them); used only for checks and masks, never for values that
+    need a gradient. A batch (``vmap``, ``jacfwd``) is its stacked NumPy array."""
+    d = x._data if isinstance(x, Tensor) else x
+    batched = BATCHING.batched
+    return np.asarray(d) if batched is not None and isinstance(d, batched) else d
+
+
+def _xp(d):
+    """(namespace, device keywords) of array ``d``: masks are built on its backend."""
+    b = backend_of(d)
+    return b.xp, ({} if b is NUMPY or b.lazy else {"device": d.device})
+
+
+def _on_host(d):
+    """Whether ``d``'s values can be read here (NumPy). Elsewhere a check would compute
+    (Dask) or wait for the device (CuPy), so the rules do not raise there: they put NaN
+    where NumPy would raise (PyTorch returns nan there on every device)."""
+    return d.__class__ is np.ndarray or isinstance(d, np.generic)
+
+
+def _maybe(mask):
+    """False only when ``mask`` is known to be all False (computed on the host only)."""
+    return bool(mask.any()) if _on_host(mask) else True
 
 
 def _eye(F, n, like):
     return F.eye(n, dtype=like.dtype)
+
+
+def _offdiag(d, k):
+    """Bool (k, k): True off the diagonal, on ``d``'s backend."""
+    xp, dev = _xp(d)
+    return ~xp.eye(k, dtype=xp.bool, **dev)
 
 
 def _diag_embed(F, v):
@@ -73,8 +102,8 @@ def _phi(F, X):
 def _join_cols(F, X1, X2):
     """``[X1 | X2]`` along the last dimension, as products with constant selectors."""
     k, r = X1.shape[-1], X2.shape[-1]
-    eye = np.eye(k + r, dtype=X1.dtype)
-    return F.matmul(X1, eye[:k]) + F.matmul(X2, eye[k:])
+    eye = F.eye(k + r, dtype=X1.dtype)
+    return F.matmul(X1, eye[:k, :]) + F.matmul(X2, eye[k:, :])
 
 
 # Near-degeneracy thresholds: two eigen/singular values closer than
@@ -84,22 +113,26 @@ _GAP_RTOL = 100.0
 
 
 def _eps(x):
-    return float(np.finfo(_data(x).dtype).eps)
+    d = _data(x)
+    return float(_xp(d)[0].finfo(d.dtype).eps)
 
 
 def _tol(values):
     """Per matrix (..., 1, 1): the distance below which two of ``values`` count as equal."""
     v = _data(values)
-    scale = np.max(np.abs(v), axis=-1, initial=0.0)[..., None, None]
+    xp = _xp(v)[0]
+    if v.shape[-1] == 0:
+        scale = xp.zeros_like(v[..., :1])[..., None]
+    else:
+        scale = xp.max(xp.abs(v), axis=-1, keepdims=True)[..., None]
     return _GAP_RTOL * max(v.shape[-1], 1) * _eps(v) * scale
 
 
 def _near_equal(values):
     """Bool mask (..., k, k): off-diagonal pairs of (nearly) equal values, per matrix."""
     v = _data(values)
-    k = v.shape[-1]
-    gaps = np.abs(v[..., None, :] - v[..., :, None])
-    return (gaps <= _tol(v)) & ~np.eye(k, dtype=bool)
+    gaps = _xp(v)[0].abs(v[..., None, :] - v[..., :, None])
+    return (gaps <= _tol(v)) & _offdiag(v, v.shape[-1])
 
 
 def _fro(x):
@@ -107,15 +140,18 @@ def _fro(x):
     if x is None:
         return 0.0
     d = _data(x)
-    return np.sqrt(np.sum(d * d, axis=(-2, -1)))
+    xp = _xp(d)[0]
+    return xp.sqrt(xp.sum(d * d, axis=(-2, -1)))
 
 
-def _col_norms(x, k):
-    """Euclidean norm of each of the k columns of a cotangent, (..., k) (0 for None)."""
+def _col_norms(x, like):
+    """Euclidean norm of each column of a cotangent, (..., k); zeros like ``like`` (the
+    values, (..., k)) for None."""
     if x is None:
-        return np.zeros(k)
+        return _xp(_data(like))[0].zeros_like(_data(like))
     d = _data(x)
-    return np.sqrt(np.sum(d * d, axis=-2))
+    xp = _xp(d)[0]
+    return xp.sqrt(xp.sum(d * d, axis=-2))
 
 
 def _batch_index(idx):
@@ -123,36 +159,86 @@ def _batch_index(idx):
 
 
 def _raise_where(bad, values, explain):
+    """On the host: raise RuntimeError(explain(index, value)) at the first True of
+    ``bad``, else return None. Elsewhere: return ``bad`` (the caller puts NaN there)."""
+    if not _on_host(bad):
+        return bad
     if bad.any():
         idx = tuple(int(i) for i in np.argwhere(bad)[0])
         raise RuntimeError(explain(idx, float(values[idx])))
+    return None
+
+
+def _poison(F, x, bad):
+    """``x`` with NaN in every matrix where ``bad`` (its batch dims, then more) has a
+    True: what the rules give off the host where NumPy raises (see :func:`_on_host`)."""
+    if bad is None:
+        return x
+    xp = _xp(bad)[0]
+    batch = x.ndim - 2
+    any_bad = xp.any(bad, axis=tuple(range(batch, bad.ndim)))
+    return F.where(any_bad[..., None, None], float("nan"), x)
 
 
 def _check_degenerate(near, col_norms, scale, eps, explain):
     """Raise RuntimeError(explain(index, size)) for a pair (i, j) in ``near`` (values that
     are (nearly) equal) when the cotangent of factor column i or j is not zero: the chain
     rule would divide by the ~0 gap there (0/0 at best), and no finite value is right in
-    general. ``scale`` (...) is the size of the whole cotangent."""
-    if not near.any():
-        return
+    general. ``scale`` (...) is the size of the whole cotangent. Off the host, return the
+    mask of such pairs (None on the host)."""
+    if not _maybe(near):
+        return None
     pair = col_norms[..., :, None] + col_norms[..., None, :]
-    tol = np.sqrt(eps) * np.asarray(scale, dtype=float)[..., None, None]
-    _raise_where(near & (pair > tol), np.broadcast_to(pair, near.shape), explain)
+    xp = _xp(near)[0]
+    tol = _scaled(xp, eps, scale)
+    bad = near & (pair > tol)
+    return _raise_where(bad, None if not _on_host(bad) else np.broadcast_to(pair, near.shape),
+                        explain)
+
+
+def _scaled(xp, eps, scale):
+    """sqrt(eps) * scale, as (..., 1, 1) (scale is a number or an array (...))."""
+    if isinstance(scale, float):
+        return float(np.sqrt(eps)) * scale
+    return float(np.sqrt(eps)) * scale[..., None, None]
 
 
 def _big(x, scale):
     """Entries of ``x`` (data) that are not (numerically) zero next to ``scale`` (...)."""
-    return np.abs(x) > np.sqrt(_eps(x)) * np.asarray(scale, dtype=float)[..., None, None]
+    xp = _xp(x)[0]
+    return xp.abs(x) > _scaled(xp, _eps(x), scale)
 
 
 def _inverse_gaps(F, gaps, near, undefined=None):
     """``1 / gaps`` off the diagonal, 0 on it and where ``near`` (a gap that is ~0); NaN
     where ``undefined`` (for a JVP whose tangent splits a degenerate pair)."""
-    keep = ~near & ~np.eye(gaps.shape[-1], dtype=bool)
+    keep = ~near & _offdiag(near, gaps.shape[-1])
     inv = F.where(keep, 1.0 / F.where(keep, gaps, 1.0), 0.0)
-    if undefined is not None and undefined.any():
-        inv = F.where(undefined, np.nan, inv)
+    if undefined is not None and _maybe(undefined):
+        inv = F.where(undefined, float("nan"), inv)
     return inv
+
+
+# --- forward kernels on any backend -------------------------------------------------
+
+def _linalg(xp, name, op, why=None):
+    """``xp.linalg.<name>``, or NotImplementedError naming the op, the backend and why."""
+    fn = getattr(getattr(xp, "linalg", None), name, None)
+    if fn is None:
+        reason = why or f"its library has no linalg.{name}"
+        raise NotImplementedError(f"{op} is not available on the {xp._backend} backend: "
+                                  f"{reason}")
+    if xp is NUMPY.xp:
+        return fn
+
+    def call(*args, **kwargs):  # a library's refusal (Dask: 2-D only, chunk layouts)
+        try:
+            return fn(*args, **kwargs)
+        except (ValueError, NotImplementedError) as error:
+            first = str(error).strip().splitlines()[0]
+            raise NotImplementedError(f"{op} on the {xp._backend} backend: {first}") from None
+
+    return call
 
 
 # --- cholesky -------------------------------------------------------------------------
@@ -174,7 +260,11 @@ def _not_positive_definite(A, upper):
     return LinAlgError("the input is not positive-definite")
 
 
-def _cholesky_forward(A, upper):
+@xp_kernel
+def _cholesky_forward(xp, A, upper):
+    if xp is not NUMPY.xp:  # lower factor of the triangle read; U = (chol of A^T)^T
+        L = _linalg(xp, "cholesky", "linalg.cholesky")(xp.matrix_transpose(A) if upper else A)
+        return xp.matrix_transpose(L) if upper else L
     try:
         return np.linalg.cholesky(A, upper=upper)
     except np.linalg.LinAlgError:
@@ -212,16 +302,19 @@ CHOLESKY = defop(
 # --- qr -------------------------------------------------------------------------------
 
 
-def _qr_forward(A, mode):
-    Q, R = np.linalg.qr(A, mode=mode)
+@xp_kernel
+def _qr_forward(xp, A, mode):
+    Q, R = _linalg(xp, "qr", "linalg.qr")(A, mode=mode)
     return Q, R
 
 
 def _check_full_rank(R, what):
     """The rules divide by R: a (nearly) zero diagonal entry (the leading columns of A are
     linearly dependent) leaves Q without a derivative."""
-    d = np.abs(np.diagonal(_data(R), 0, -2, -1))
-    _raise_where(d <= _tol(d)[..., 0], d, lambda idx, value: (
+    R = _data(R)
+    xp = _xp(R)[0]
+    d = xp.abs(xp.linalg.diagonal(R))
+    return _raise_where(d <= _tol(d)[..., 0], d, lambda idx, value: (
         f"linalg.qr {what}: R[{idx[-1]}, {idx[-1]}] = {value:.3g} is (nearly) zero"
         f"{_batch_index(idx[:-1])}: the leading columns of A are linearly dependent, Q is "
         "not unique there and the QR decomposition has no derivative"))
@@ -239,18 +332,18 @@ def _qr_tall_vjp(F, gQ, gR, Q, R):
     B = F.matmul(Q, F.tril(M) + F.mT(F.tril(M, -1)))
     if gQ is not None:
         B = B + gQ
-    _check_full_rank(R, "backward")
-    return F.solve_triangular(F.mT(R), B, upper=False, left=False)       # B R^-T
+    bad = _check_full_rank(R, "backward")
+    return _poison(F, F.solve_triangular(F.mT(R), B, upper=False, left=False), bad)  # B R^-T
 
 
 def _qr_tall_jvp(F, t, Q, R):
-    _check_full_rank(R, "JVP")
+    bad = _check_full_rank(R, "JVP")
     X = F.solve_triangular(R, F.matmul(F.mT(Q), t), upper=True, left=False)  # Q^T dA R^-1
     low = F.tril(X, -1)
     dR_Rinv = X - low + F.mT(low)                     # = X - C, C = low - low^T skew
     dR = F.matmul(dR_Rinv, R)
     dQ = F.solve_triangular(R, t, upper=True, left=False) - F.matmul(Q, dR_Rinv)
-    return dQ, dR
+    return _poison(F, dQ, bad), _poison(F, dR, bad)
 
 
 def _fold_complement(F, U1, U2, g1, g2, what, part):
@@ -271,10 +364,11 @@ def _fold_complement(F, U1, U2, g1, g2, what, part):
             "use the reduced factor, or a loss invariant to that basis (e.g. U2 @ U2.mT)"
         )
 
+    bad = None
     if r > 1:
-        skew = _data(K) - np.swapaxes(_data(K), -1, -2)
-        _raise_where(_big(skew, _fro(g2)), np.abs(skew), explain)
-    folded = -F.matmul(U2, F.matmul(F.mT(g2), U1))
+        skew = _data(K) - _xp(_data(K))[0].matrix_transpose(_data(K))
+        bad = _raise_where(_big(skew, _fro(g2)), abs(skew), explain)
+    folded = _poison(F, -F.matmul(U2, F.matmul(F.mT(g2), U1)), bad)
     return folded if g1 is None else g1 + folded
 
 
@@ -343,8 +437,13 @@ QR = defop(
 # --- eigh -----------------------------------------------------------------------------
 
 
-def _eigh_forward(A, UPLO):
-    w, V = np.linalg.eigh(A, UPLO=UPLO)
+@xp_kernel
+def _eigh_forward(xp, A, UPLO):
+    if xp is NUMPY.xp:
+        return np.linalg.eigh(A, UPLO=UPLO)
+    # the Array API's eigh reads the lower triangle: read the upper one through A^T
+    w, V = _linalg(xp, "eigh", "linalg.eigh")(
+        xp.matrix_transpose(A) if UPLO == "U" else A)
     return w, V
 
 
@@ -371,10 +470,10 @@ def _eigh_vjp(F, g, out, UPLO):
                 "without eigenvectors, or perturb A to split the eigenvalues"
             )
 
-        _check_degenerate(near, _col_norms(gV, L.shape[-1]), _fro(gV), _eps(L), explain)
+        bad = _check_degenerate(near, _col_norms(gV, L), _fro(gV), _eps(L), explain)
         VtgV = F.matmul(F.mT(V), gV)
         E = F.unsqueeze(L, -2) - F.unsqueeze(L, -1)          # E_ij = lambda_j - lambda_i
-        inner = 0.5 * (VtgV - F.mT(VtgV)) * _inverse_gaps(F, E, near)
+        inner = 0.5 * (VtgV - F.mT(VtgV)) * _inverse_gaps(F, E, near, bad)
         if gL is not None:
             inner = inner + _diag_embed(F, gL)
     return F.matmul(V, F.matmul(inner, F.mT(V)))
@@ -385,7 +484,7 @@ def _eigh_jvp(F, t, out, UPLO):
     X = F.matmul(F.mT(V), F.matmul(_sym(F, t), V))
     E = F.unsqueeze(L, -2) - F.unsqueeze(L, -1)
     near = _near_equal(L)
-    undefined = near & _big(_data(X), _fro(X)) if near.any() else None
+    undefined = near & _big(_data(X), _fro(X)) if _maybe(near) else None
     dV = F.matmul(V, X * _inverse_gaps(F, E, near, undefined))
     return F.diagonal(X, 0, -2, -1), dV
 
@@ -410,8 +509,9 @@ EIGH = defop(
 # --- svd ------------------------------------------------------------------------------
 
 
-def _svd_forward(A, full_matrices):
-    U, S, Vh = np.linalg.svd(A, full_matrices=full_matrices)
+@xp_kernel
+def _svd_forward(xp, A, full_matrices):
+    U, S, Vh = _linalg(xp, "svd", "linalg.svd")(A, full_matrices=full_matrices)
     return U, S, Vh
 
 
@@ -438,8 +538,8 @@ def _svd_thin(F, U, gU, Vh, gVh, k):
 def _inverse_singular(F, S, small, undefined=None):
     keep = ~small
     inv = F.where(keep, 1.0 / F.where(keep, S, 1.0), 0.0)
-    if undefined is not None and undefined.any():
-        inv = F.where(undefined, np.nan, inv)
+    if undefined is not None and _maybe(undefined):
+        inv = F.where(undefined, float("nan"), inv)
     return inv
 
 
@@ -485,8 +585,8 @@ def _svd_vjp(F, g, out, full_matrices):
             "only (svdvals), compute the quantity without singular vectors, or perturb A"
         )
 
-    _check_degenerate(near, _col_norms(gU, k) + _col_norms(gV, k), _fro(gU) + _fro(gV),
-                      _eps(S), explain)
+    bad = _check_degenerate(near, _col_norms(gU, S) + _col_norms(gV, S),
+                            _fro(gU) + _fro(gV), _eps(S), explain)
     J = None  # J_U = U^T gU - gU^T U and J_V = V^T gV - gV^T V, as (J_U + J_V, J_U - J_V)
     if gU is not None:
         UtgU = F.matmul(F.mT(U), gU)
@@ -496,7 +596,7 @@ def _svd_vjp(F, g, out, full_matrices):
         VtgV = F.matmul(Vh, gV)
         JV = VtgV - F.mT(VtgV)
         J = (JV, -JV) if J is None else (J[0] + JV, J[1] - JV)
-    inner = (0.5 * J[0] * _inverse_gaps(F, minus, near)
+    inner = (0.5 * J[0] * _inverse_gaps(F, minus, near, bad)
              + 0.5 * J[1] * _inverse_gaps(F, plus, both_zero))
     if gS is not None:
         inner = inner + _diag_embed(F, gS)
@@ -515,15 +615,17 @@ def _svd_vjp(F, g, out, full_matrices):
 
     if m > k and gU is not None:  # (I - U U^T) gU S^-1 V^T
         P = gU - F.matmul(U, F.matmul(F.mT(U), gU))
-        if small.any():
-            norms = _col_norms(P, k)[..., None, :]
-            _raise_where(small[..., None, :] & _big(norms, _fro(gU)), norms, explain_small)
+        if _maybe(small):
+            norms = _col_norms(P, S)[..., None, :]
+            gA = _poison(F, gA, _raise_where(small[..., None, :] & _big(norms, _fro(gU)),
+                                             norms, explain_small))
         gA = gA + F.matmul(P * F.unsqueeze(_inverse_singular(F, S, small), -2), Vh)
     if n > k and gVh is not None:  # U S^-1 gVh (I - V V^T)
         P = gVh - F.matmul(F.matmul(gVh, F.mT(Vh)), Vh)
-        if small.any():
-            norms = _col_norms(F.mT(P), k)[..., None, :]
-            _raise_where(small[..., None, :] & _big(norms, _fro(gVh)), norms, explain_small)
+        if _maybe(small):
+            norms = _col_norms(F.mT(P), S)[..., None, :]
+            gA = _poison(F, gA, _raise_where(small[..., None, :] & _big(norms, _fro(gVh)),
+                                             norms, explain_small))
         gA = gA + F.matmul(U, F.unsqueeze(_inverse_singular(F, S, small), -1) * P)
     return gA
 
@@ -541,9 +643,10 @@ def _svd_jvp(F, t, out, full_matrices):
     sym, skew = dP + F.mT(dP), dP - F.mT(dP)
     scale = _fro(dP)
     inv_minus = _inverse_gaps(F, minus, near,
-                              near & _big(_data(sym), scale) if near.any() else None)
+                              near & _big(_data(sym), scale) if _maybe(near) else None)
     inv_plus = _inverse_gaps(F, plus, both_zero,
-                             both_zero & _big(_data(skew), scale) if both_zero.any() else None)
+                             both_zero & _big(_data(skew), scale) if _maybe(both_zero)
+                             else None)
     # (dP S + S dP^T) / E and (S dP + dP^T S) / E, E_ij = s_j^2 - s_i^2, split as in the VJP
     dU = F.matmul(U, 0.5 * (sym * inv_minus + skew * inv_plus))
     dV = F.matmul(V, 0.5 * (sym * inv_minus - skew * inv_plus))
@@ -551,12 +654,12 @@ def _svd_jvp(F, t, out, full_matrices):
     if m > k:
         dAV = F.matmul(t, V)
         P = dAV - F.matmul(U, F.matmul(F.mT(U), dAV))
-        undefined = small & _big(_col_norms(P, k)[..., None, :], _fro(P))[..., 0, :]
+        undefined = small & _big(_col_norms(P, S)[..., None, :], _fro(P))[..., 0, :]
         dU = dU + P * F.unsqueeze(_inverse_singular(F, S, small, undefined), -2)
     if n > k:
         dAtU = F.matmul(F.mT(t), U)
         P = dAtU - F.matmul(V, F.matmul(Vh, dAtU))
-        undefined = small & _big(_col_norms(P, k)[..., None, :], _fro(P))[..., 0, :]
+        undefined = small & _big(_col_norms(P, S)[..., None, :], _fro(P))[..., 0, :]
         dV = dV + P * F.unsqueeze(_inverse_singular(F, S, small, undefined), -2)
     if full_matrices and m > k:  # complement: U1^T dU2 = -dU1^T U2, U2^T dU2 = 0
         U2 = Uf[..., :, k:]
@@ -606,7 +709,7 @@ def _check_input(name, A, square):
     if square and data.shape[-1] != data.shape[-2]:
         raise ShapeError(f"linalg.{name}: A must be a square matrix or a batch of square "
                          f"matrices (..., n, n), got shape {tuple(data.shape)}")
-    if data.dtype not in (np.float32, np.float64):
+    if numpy_dtype(data.dtype) not in (np.float32, np.float64):
         raise TypeError(f"linalg.{name}: A must be float32 or float64, got {data.dtype}")
     return data
 
@@ -701,8 +804,9 @@ def qr(A, mode="reduced"):
     if mode not in ("reduced", "complete", "r"):
         raise ShapeError(f"linalg.qr: mode must be 'reduced', 'complete' or 'r', got {mode!r}")
     if mode == "r":
-        empty = wrap(np.empty((0,), dtype=data.dtype))
-        if _needs_grad(A):
+        xp, dev = _xp(data)
+        empty = wrap(xp.empty((0,), dtype=data.dtype, **dev))
+        if _needs_grad(A) or xp is not NUMPY.xp:
             return QRResult(empty, apply(QR, (A,), ("reduced",))[1])
         return QRResult(empty, wrap(np.linalg.qr(data, mode="r")))
     return QRResult(*apply(QR, (A,), (mode,)))
@@ -782,7 +886,7 @@ def eigvalsh(A, UPLO="L"):
     """
     data = _check_input("eigvalsh", A, square=True)
     _check_uplo("eigvalsh", UPLO)
-    if _needs_grad(A):
+    if _needs_grad(A) or not _on_host(data):
         return apply(EIGH, (A,), (UPLO,))[0]
     return wrap(np.linalg.eigvalsh(data, UPLO=UPLO))
 
@@ -856,6 +960,6 @@ def svdvals(A, *, driver=None):
         When ``A`` is not float32 or float64.
     """
     data = _check_input("svdvals", A, square=False)
-    if _needs_grad(A):
+    if _needs_grad(A) or not _on_host(data):
         return apply(SVD, (A,), (False,))[1]
     return wrap(np.linalg.svd(data, compute_uv=False))

@@ -14,7 +14,7 @@ from .. import _ns
 from .._dispatch import apply
 from .._table import defop, documented
 from .._tensor import Tensor
-from ..backend import NUMPY, xp_kernel
+from ..backend import NUMPY, backend_of, xp_kernel
 
 __all__ = ["index_put", "getitem", "take_along_dim"]
 
@@ -89,12 +89,28 @@ INDEX_PUT = defop(
 )
 
 
+def _on_data_device(index, input):
+    """Index arrays moved beside the data they index (as PyTorch takes CPU indices for
+    CUDA tensors): an Array API library or CuPy indexes with its own arrays only. Dask
+    indexes with NumPy arrays as they are."""
+    d = input._data if isinstance(input, Tensor) else None
+    if d is None or d.__class__ is np.ndarray:
+        return index
+    b = backend_of(d)
+    if b.lazy:
+        return index
+    return tuple(b.xp.asarray(i, device=d.device) if isinstance(i, np.ndarray) else i
+                 for i in index)
+
+
 @documented(SLICE, INDEX)
 def getitem(input, index):
     """``input[index]`` with NumPy semantics: ints, slices, None, Ellipsis (a view), integer
     arrays and boolean masks (a copy). Out-of-range indices raise IndexError naming the
     shape."""
     index, basic = normalize_index(index)
+    if not basic:
+        index = _on_data_device(index, input)
     return apply(SLICE if basic else INDEX, (input,), (index,))
 
 
@@ -102,7 +118,9 @@ def getitem(input, index):
 def index_put(input, indices, values, accumulate=False):
     """A copy of ``input`` with ``values`` written at ``indices`` (added when
     ``accumulate``, so repeated indices add up)."""
-    index, _ = normalize_index(indices)
+    index, basic = normalize_index(indices)
+    if not basic:
+        index = _on_data_device(index, input)
     return apply(INDEX_PUT, (input, values), (index, bool(accumulate)))
 
 

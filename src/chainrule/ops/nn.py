@@ -14,7 +14,7 @@ from .. import _ns
 from .._dispatch import ShapeError, apply
 from .._table import defop, documented
 from .._tensor import Tensor
-from ..backend import backend_of, dtype_kind, on_device_of, xp_kernel
+from ..backend import backend_of, dtype_kind, numpy_dtype, on_device_of, xp_kernel
 from ._dims import wrap_dim
 
 __all__ = ["softmax", "log_softmax", "cross_entropy"]
@@ -185,7 +185,8 @@ def cross_entropy(input, target, reduction="mean"):
         raise ShapeError(f"cross_entropy: probability target of shape {t.shape} does not match "
                          f"input of shape {x.shape}")
     if t.dtype != x.dtype and dtype_kind(x.dtype) == "f":
-        target = target.to(x.dtype) if isinstance(target, Tensor) else t.astype(x.dtype)
+        target = target.to(x.dtype) if isinstance(target, Tensor) else t.astype(
+            numpy_dtype(x.dtype))
     return apply(CROSS_ENTROPY, (input, target), (reduction, cdim))
 
 
