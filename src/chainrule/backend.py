@@ -227,6 +227,11 @@ def _index_put(xp):
         out = xp.asarray(x, copy=True)
         if 0 in getattr(values, "shape", ()):  # nothing to write (Dask refuses empty ones)
             return out
+        if any(i is None for i in indices) and hasattr(values, "shape"):
+            # the standard's __setitem__ takes no None: drop them, and their size-1 axes
+            region = out[indices].shape
+            indices = tuple(i for i in indices if i is not None)
+            values = xp.reshape(xp.broadcast_to(values, region), out[indices].shape)
         if accumulate:
             if not all(isinstance(i, _BASIC_INDEX) for i in indices):
                 raise NotImplementedError(
@@ -248,7 +253,38 @@ def _numpy_index_put(x, indices, values, accumulate):
     return out
 
 
-_GENERIC = {"index_put": _index_put, "expit": _expit, "swapaxes": _swapaxes,
+def _solve_triangular(xp):
+    def solve_triangular(A, B, *, upper, left=True, unitriangular=False):
+        """X = T^-1 B (left) or B T^-1, T the referenced triangle of A (unit diagonal when
+        ``unitriangular``), with a general solve (the standard has no triangular one)."""
+        T = xp.triu(A) if upper else xp.tril(A)
+        if unitriangular:
+            n = A.shape[-1]
+            eye = xp.eye(n, dtype=A.dtype, **on_device_of(A))
+            T = T * (1 - eye) + eye
+        if left:
+            return xp.linalg.solve(T, B)
+        return xp.matrix_transpose(xp.linalg.solve(xp.matrix_transpose(T),
+                                                   xp.matrix_transpose(B)))
+
+    return solve_triangular
+
+
+def _cross(xp):
+    def cross(a, b, axis=-1):
+        """a x b along ``axis`` (length 3), from the components."""
+        a, b = xp.broadcast_arrays(a, b)
+        a, b = xp.moveaxis(a, axis, -1), xp.moveaxis(b, axis, -1)
+        a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
+        b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
+        c = xp.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=-1)
+        return xp.moveaxis(c, -1, axis)
+
+    return cross
+
+
+_GENERIC = {"solve_triangular": _solve_triangular, "cross": _cross,
+            "index_put": _index_put, "expit": _expit, "swapaxes": _swapaxes,
             "diagonal": _diagonal, "trace": _trace, "diag": _diag,
             "diagonal_scatter": _diagonal_scatter}
 
@@ -369,9 +405,25 @@ def _resolve(array):
 
 
 def _numpy_backend():
+    import scipy.linalg
     from scipy import special
 
+    def solve_triangular(A, B, *, upper, left=True, unitriangular=False):
+        batch = np.broadcast_shapes(A.shape[:-2], B.shape[:-2])
+        A = np.broadcast_to(A, batch + A.shape[-2:])
+        B = np.broadcast_to(B, batch + B.shape[-2:])
+        if left:
+            return scipy.linalg.solve_triangular(A, B, lower=not upper,
+                                                 unit_diagonal=unitriangular,
+                                                 check_finite=False)
+        # X A' = B  <=>  A'^T X^T = B^T
+        return np.swapaxes(scipy.linalg.solve_triangular(
+            A, np.swapaxes(B, -1, -2), trans="T", lower=not upper,
+            unit_diagonal=unitriangular, check_finite=False), -1, -2)
+
     providers = {"expit": special.expit, "erf": special.erf, "swapaxes": np.swapaxes,
+                 "solve_triangular": solve_triangular, "cross": np.cross,
+                 "expm": scipy.linalg.expm, "solve_sylvester": scipy.linalg.solve_sylvester,
                  "index_put": _numpy_index_put,
                  "einsum": lambda eq, *ops: np.einsum(eq, *ops, optimize=len(ops) > 2)}
     return Backend("numpy", np, providers=providers, to_numpy=np.asarray,
@@ -405,70 +457,97 @@ def _dask():
     backend = Backend("dask", xp, lazy=True, providers=providers, to_numpy=to_numpy,
                       from_numpy=from_numpy)
     backend.xp.eye = _eye(backend.xp)
-    backend.xp.linalg = _dask_linalg(backend.xp, da)
+    xp = backend.xp
+    xp.linalg, xp.expm, xp.solve_sylvester, xp.numpy_task = _dask_linalg(xp, da)
     return backend
 
 
 def _dask_linalg(xp, da):
-    """Dask's linalg made chunk-aware: its factorizations take single matrices (a batch
-    is factorized matrix by matrix, lazily) in particular chunk layouts (QR and SVD: one
-    chunk across the shorter dimension; Cholesky: square chunks), so the input is
-    rechunked to that layout first."""
+    """Dask's linalg made chunk-aware. Its factorizations take single matrices in given
+    chunk layouts (QR and SVD: one chunk across the shorter dimension; LU, Cholesky:
+    square blocks), so inputs are rechunked to that layout, and a batch is done matrix by
+    matrix (lazily). What Dask's blocked algorithms lack (eigh, det, slogdet, expm,
+    Sylvester, complete QR, full SVD) runs NumPy/SciPy on the whole matrix in one lazy
+    task: that matrix must fit one worker."""
+    import dask
+    import scipy.linalg
+
     own = xp.linalg
     linalg = SimpleNamespace(**{k: getattr(own, k) for k in dir(own) if not k.startswith("_")})
 
     def per_matrix(fn):
-        def batched(x, /, **kwargs):
-            if x.ndim == 2:
-                return fn(x, **kwargs)
-            batch = x.shape[:-2]
-            outs = [fn(x[idx + (Ellipsis,)], **kwargs) for idx in np.ndindex(*batch)]
+        """``fn`` of single matrices, on batches (leading dims broadcast): one call per
+        matrix, results stacked."""
+        def batched(*arrays, **kwargs):
+            if all(a.ndim <= 2 for a in arrays):
+                return fn(*arrays, **kwargs)
+            batch = np.broadcast_shapes(*(a.shape[:-2] for a in arrays))
+            arrays = [xp.broadcast_to(a, batch + a.shape[-2:]) for a in arrays]
+            outs = [fn(*(a[idx + (Ellipsis,)] for a in arrays), **kwargs)
+                    for idx in np.ndindex(*batch)]
             if isinstance(outs[0], tuple):
                 return tuple(xp.reshape(xp.stack(list(o)), batch + o[0].shape)
                              for o in zip(*outs))
             return xp.reshape(xp.stack(outs), batch + outs[0].shape)
         return batched
 
-    def one_chunk_across(x):  # the shorter dimension in one chunk (tall-and-skinny/short-and-fat)
+    def whole(fn, arrays, shapes):
+        """``fn`` (NumPy/SciPy) on whole matrices in one lazy task; one array per shape."""
+        def run(*mats):
+            out = fn(*mats)
+            return tuple(np.asarray(o) for o in (out if isinstance(out, tuple) else (out,)))
+
+        parts = dask.delayed(run, nout=len(shapes), pure=True)(*arrays)
+        dtype = np.result_type(*(a.dtype for a in arrays))
+        outs = tuple(da.from_delayed(p, shape, dtype=dtype) for p, shape in zip(parts, shapes))
+        return outs if len(outs) > 1 else outs[0]
+
+    def one_chunk_across(x):  # tall-and-skinny / short-and-fat layouts
         if len(x.chunks[-1]) > 1 and len(x.chunks[-2]) > 1:
             return x.rechunk({x.ndim - (1 if x.shape[-1] <= x.shape[-2] else 2): -1})
         return x
 
-    def whole(fn, x, shapes):
-        """``fn`` (NumPy's) on the whole matrix ``x`` in one lazy task: for what Dask's
-        blocked algorithms do not give (the matrix must fit one worker)."""
-        import dask
-
-        parts = dask.delayed(fn, nout=len(shapes), pure=True)(x)
-        return tuple(da.from_delayed(p, shape, dtype=x.dtype) for p, shape in
-                     zip(parts, shapes))
+    def square_chunks(x):  # every block square (LU, Cholesky)
+        size = max(max(x.chunks[-1]), max(x.chunks[-2]))
+        size = size if x.shape[-1] % size == 0 else x.shape[-1]
+        return x.rechunk((size, size))
 
     def qr(x, /, *, mode="reduced"):
         if mode == "complete":  # Dask's blocked QR gives the reduced factors only
             m, n = x.shape
-            return whole(lambda a: np.linalg.qr(a, mode="complete"), x, [(m, m), (m, n)])
+            return whole(lambda a: np.linalg.qr(a, mode="complete"), [x], [(m, m), (m, n)])
         return own.qr(one_chunk_across(x), mode=mode)
 
     def svd(x, /, *, full_matrices=True):
         if full_matrices:  # Dask's blocked SVD gives the thin factors only
             m, n = x.shape
-            return whole(np.linalg.svd, x, [(m, m), (min(m, n),), (n, n)])
+            return whole(np.linalg.svd, [x], [(m, m), (min(m, n),), (n, n)])
         return own.svd(one_chunk_across(x), full_matrices=False)
-
-    def eigh(x, /):  # Dask has no symmetric eigensolver
-        n = x.shape[-1]
-        return whole(np.linalg.eigh, x, [(n,), (n, n)])
 
     def cholesky(x, /, *, upper=False):
         # array-api-compat's Dask cholesky returns Dask's default, the upper factor
-        size = max(max(x.chunks[-1]), max(x.chunks[-2]))
-        size = size if x.shape[-1] % size == 0 else x.shape[-1]  # every block square
-        return da.linalg.cholesky(x.rechunk((size, size)), lower=not upper)
+        return da.linalg.cholesky(square_chunks(x), lower=not upper)
+
+    def solve(a, b, /):
+        a = square_chunks(a)
+        return own.solve(a, b.rechunk({0: a.chunks[0]}))
 
     linalg.qr, linalg.svd, linalg.cholesky = per_matrix(qr), per_matrix(svd), \
         per_matrix(cholesky)
-    linalg.eigh = per_matrix(eigh)
-    return linalg
+    linalg.svdvals = per_matrix(lambda x: own.svd(one_chunk_across(x), full_matrices=False)[1])
+    linalg.inv = per_matrix(lambda x: own.inv(square_chunks(x)))
+    linalg.solve = per_matrix(solve)
+    linalg.eigh = per_matrix(lambda x: whole(np.linalg.eigh, [x], [x.shape[-1:], x.shape]))
+    linalg.det = per_matrix(lambda x: whole(np.linalg.det, [x], [()]))
+    linalg.slogdet = per_matrix(lambda x: whole(np.linalg.slogdet, [x], [(), ()]))
+    expm = per_matrix(lambda x: whole(scipy.linalg.expm, [x], [x.shape]))
+    sylvester = per_matrix(lambda a, b, c: whole(scipy.linalg.solve_sylvester, [a, b, c],
+                                                 [c.shape]))
+    def numpy_task(fn, arrays, shape):
+        """``fn`` (a NumPy kernel, batched itself) on whole arrays in one lazy task."""
+        return whole(fn, arrays, [shape])
+
+    return linalg, expm, sylvester, numpy_task
 
 
 @functools.lru_cache(maxsize=None)
@@ -489,6 +568,10 @@ def _cupy():  # pragma: no cover - needs a GPU
 
     providers = {"expit": special.expit, "erf": special.erf, "einsum": cupy.einsum,
                  "swapaxes": cupy.swapaxes, "index_put": index_put}
+    import cupyx.scipy.linalg
+
+    if hasattr(cupyx.scipy.linalg, "expm"):
+        providers["expm"] = cupyx.scipy.linalg.expm
     return Backend("cupy", xp, providers=providers,
                    device_of=lambda a: device("cuda", a.device.id),
                    to_numpy=cupy.asnumpy, from_numpy=lambda a, like: cupy.asarray(a))

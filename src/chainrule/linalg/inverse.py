@@ -41,7 +41,8 @@ import scipy.linalg
 from .._dispatch import ShapeError, apply
 from .._ns import RAW, register
 from .._table import defop, documented
-from .._tensor import Tensor
+from .._tensor import Tensor, wrap
+from ..backend import NUMPY, backend_of, native_dtype, numpy_dtype, on_device_of, xp_kernel
 from ._errors import LinAlgError  # one class for all of linalg: NumPy's and a RuntimeError
 
 __all__ = [
@@ -62,17 +63,23 @@ lstsq_return = collections.namedtuple(
 # --- argument checks ---------------------------------------------------------------------
 
 
+def _is_array(x):
+    return isinstance(x, (Tensor, np.ndarray)) or (hasattr(x, "shape") and hasattr(x, "dtype"))
+
+
 def _data(x):
-    return x._data if isinstance(x, Tensor) else np.asarray(x)
+    if isinstance(x, Tensor):
+        return x._data
+    return x if _is_array(x) else np.asarray(x)
 
 
 def _shape(x):
-    return tuple(x.shape) if isinstance(x, (Tensor, np.ndarray)) else np.shape(x)
+    return tuple(x.shape) if _is_array(x) else np.shape(x)
 
 
 def _as_input(x):
-    """Tensors pass through; array-likes become arrays (the kernels see arrays)."""
-    return x if isinstance(x, (Tensor, np.ndarray)) else np.asarray(x)
+    """Tensors and arrays of any backend pass through; array-likes become NumPy arrays."""
+    return x if _is_array(x) else np.asarray(x)
 
 
 def _describe(names, shapes):
@@ -129,8 +136,12 @@ def _batch_prefix(A, b):
     return f"(Batch element {b}): " if A.ndim > 2 else ""
 
 
+@xp_kernel
+def _inv_op(xp, A):
+    return _inv_kernel(A) if xp is NUMPY.xp else xp.linalg.inv(A)
+
+
 def _inv_kernel(A, prefix=""):
-    A = np.asarray(A)
     try:
         return np.linalg.inv(A)
     except np.linalg.LinAlgError:
@@ -144,7 +155,6 @@ def _inv_kernel(A, prefix=""):
 def _inv_ext(A):
     """A^-1, extended to exactly singular matrices as adj(A) / det(A) = cof(A)^T / 0: +-inf,
     and nan where the adjugate vanishes (what PyTorch's slogdet backward gives there)."""
-    A = np.asarray(A)
     try:
         return np.linalg.inv(A)
     except np.linalg.LinAlgError:
@@ -174,11 +184,13 @@ def _solve_matrix(A, B, prefix=""):
                           "input matrix is singular.") from None
 
 
-def _solve_kernel(A, B, left, vector):
-    A, B = np.asarray(A), np.asarray(B)
+@xp_kernel
+def _solve_kernel(xp, A, B, left, vector):
+    solve = _solve_matrix if xp is NUMPY.xp else xp.linalg.solve
+    mT = xp.matrix_transpose
     if vector:
         B = B[..., None]
-    X = _solve_matrix(A, B) if left else _mT(_solve_matrix(_mT(A), _mT(B)))
+    X = solve(A, B) if left else mT(solve(mT(A), mT(B)))
     return X[..., 0] if vector else X
 
 
@@ -195,30 +207,50 @@ def _check_triangular_diagonal(A, prefix=""):
             "solve could not be completed because the input matrix is singular.")
 
 
-def _solve_tri_kernel(A, B, upper, left, unitriangular, prefix=""):
+def _solve_tri_numpy(A, B, upper, left, unitriangular, prefix=""):
     """X = A'^-1 B (left) or B A'^-1 (right), A' the referenced triangle of A (with a unit
-    diagonal when ``unitriangular``). Only that triangle of A is read."""
-    A, B = np.asarray(A), np.asarray(B)
+    diagonal when ``unitriangular``). Only that triangle of A is read. On NumPy a zero on
+    the diagonal raises LinAlgError naming it."""
     if not unitriangular:
         _check_triangular_diagonal(A, prefix)
-    batch = np.broadcast_shapes(A.shape[:-2], B.shape[:-2])
-    A = np.broadcast_to(A, batch + A.shape[-2:])
-    B = np.broadcast_to(B, batch + B.shape[-2:])
-    if left:
-        return scipy.linalg.solve_triangular(A, B, lower=not upper,
-                                             unit_diagonal=unitriangular, check_finite=False)
-    # X A' = B  <=>  A'^T X^T = B^T
-    return _mT(scipy.linalg.solve_triangular(A, _mT(B), trans="T", lower=not upper,
-                                             unit_diagonal=unitriangular, check_finite=False))
+    return NUMPY.xp.solve_triangular(A, B, upper=upper, left=left, unitriangular=unitriangular)
 
 
-def _det_kernel(A):
-    return np.linalg.det(A)
+@xp_kernel
+def _solve_tri_kernel(xp, A, B, upper, left, unitriangular):
+    if xp is NUMPY.xp:
+        return _solve_tri_numpy(A, B, upper, left, unitriangular)
+    return xp.solve_triangular(A, B, upper=upper, left=left, unitriangular=unitriangular)
 
 
-def _slogdet_kernel(A):
-    sign, logabsdet = np.linalg.slogdet(A)
-    return np.asarray(sign), np.asarray(logabsdet)
+@xp_kernel
+def _det_kernel(xp, A):
+    return xp.linalg.det(A)
+
+
+@xp_kernel
+def _slogdet_kernel(xp, A):
+    sign, logabsdet = xp.linalg.slogdet(A)
+    return xp.asarray(sign), xp.asarray(logabsdet)
+
+
+def _exact(xp, kernel, shape, arrays, general):
+    """A NumPy ``kernel`` that handles the singular cases (through an SVD, a branch per
+    matrix): run as it is on NumPy, as one lazy task on Dask (``numpy_task``); elsewhere
+    ``general(xp, *arrays)``, the formula for invertible matrices (inf/nan at singular
+    ones: telling them apart would need the values on the host)."""
+    if xp is NUMPY.xp:
+        return kernel(*arrays)
+    if xp._backend == "dask":
+        return xp.numpy_task(kernel, list(arrays), shape)
+    return general(xp, *arrays)
+
+
+@xp_kernel
+def _cofactor_op(xp, A):
+    """The cofactor matrix ``det(A) A^-T``, also at singular A (see :func:`_exact`)."""
+    return _exact(xp, _cofactor, A.shape, (A,), lambda xp, A: xp.linalg.det(A)[..., None, None]
+                  * xp.matrix_transpose(xp.linalg.inv(A)))
 
 
 def _cofactor(A):
@@ -228,7 +260,6 @@ def _cofactor(A):
     ``A = U diag(s) V^T``, ``cof(A) = det(U) det(V) U diag(prod_{j != i} s_j) V^T``, the
     continuous extension (nonzero when rank(A) = n - 1).
     """
-    A = np.asarray(A)
     if A.size == 0:  # 0x0 matrices (det = 1): an empty cofactor
         return np.zeros(A.shape, A.dtype)
     n = A.shape[-1]
@@ -262,7 +293,6 @@ def _det_hvp(A, E):
     ``D_ii = sum_{k != i} p_ik E~_kk`` and ``D_ij = -p_ij E~_ji`` (i != j),
     ``p_ij = prod_{l != i, j} s_l``: the derivative of the minors of a diagonal matrix.
     """
-    A = np.asarray(A)
     n = A.shape[-1]
     E = np.broadcast_to(np.asarray(E), np.broadcast_shapes(A.shape, np.shape(E)))
     A = np.broadcast_to(A, E.shape)
@@ -288,52 +318,62 @@ def _det_hvp(A, E):
     return out.reshape(E.shape)
 
 
-def _pinv_kernel(A, atol, rtol, hermitian):
-    A = np.asarray(A)
+@xp_kernel
+def _pinv_kernel(xp, A, atol, rtol, hermitian):
+    mT = xp.matrix_transpose
     if hermitian:
-        w, V = np.linalg.eigh(A)
-        s = np.abs(w)
-        U, Vh = V * np.sign(w + (w == 0))[..., None, :], _mT(V)
+        w, V = xp.linalg.eigh(A)
+        s = xp.abs(w)
+        U, Vh = V * xp.sign(w + xp.astype(w == 0, w.dtype))[..., None, :], mT(V)
     else:
-        U, s, Vh = np.linalg.svd(A, full_matrices=False)
-    smax = s.max(axis=-1, keepdims=True, initial=0.0)
-    tol = np.maximum(atol, rtol * smax)
-    with np.errstate(divide="ignore"):
-        sinv = np.where(s > tol, 1.0 / np.where(s > tol, s, 1), 0).astype(s.dtype)
-    return np.asarray((_mT(Vh) * sinv[..., None, :]) @ _mT(U), dtype=A.dtype)
+        U, s, Vh = xp.linalg.svd(A, full_matrices=False)
+    if s.shape[-1]:
+        smax = xp.max(s, axis=-1, keepdims=True)
+    else:
+        smax = xp.zeros_like(s[..., :1])
+    tol = xp.maximum(xp.asarray(atol, dtype=s.dtype, **on_device_of(s)), rtol * smax)
+    big = s > tol
+    sinv = xp.where(big, 1.0 / xp.where(big, s, 1.0), 0.0)
+    return xp.astype(xp.matmul(mT(Vh) * sinv[..., None, :], mT(U)), A.dtype)
 
 
-def _expm_kernel(A):
-    return np.asarray(scipy.linalg.expm(A), dtype=np.asarray(A).dtype)
+@xp_kernel
+def _expm_kernel(xp, A):
+    return xp.astype(xp.asarray(xp.expm(A)), A.dtype)
 
 
-def _block_upper(A, E):
+def _block_upper(xp, A, E):
     """[[A, E], [0, A]] for A, E (*, n, n), batch dims broadcast."""
-    A, E = np.asarray(A), np.asarray(E)
-    n = A.shape[-1]
     batch = np.broadcast_shapes(A.shape[:-2], E.shape[:-2])
-    M = np.zeros(batch + (2 * n, 2 * n), dtype=np.result_type(A, E))
-    M[..., :n, :n] = A
-    M[..., :n, n:] = E
-    M[..., n:, n:] = A
-    return M
+    A = xp.broadcast_to(A, batch + A.shape[-2:])
+    E = xp.broadcast_to(E, batch + E.shape[-2:])
+    top = xp.concat([A, E], axis=-1)
+    return xp.concat([top, xp.concat([xp.zeros_like(A), A], axis=-1)], axis=-2)
 
 
-def _frechet_raw(A, E):
+def _frechet(xp, A, E):
     """L(A, E), the Frechet derivative of expm at A in direction E: the top-right block of
     expm([[A, E], [0, A]])."""
-    n = np.shape(A)[-1]
-    return _expm_kernel(_block_upper(A, E))[..., :n, n:]
+    n = A.shape[-1]
+    return _expm_kernel(xp, _block_upper(xp, A, E))[..., :n, n:]
 
 
-def _cross_kernel(a, b, dim):
-    a, b = np.broadcast_arrays(np.asarray(a), np.asarray(b))
-    return np.cross(a, b, axis=dim)
+@xp_kernel
+def _cross_kernel(xp, a, b, dim):
+    a, b = xp.broadcast_arrays(a, b)
+    return xp.cross(a, b, axis=dim)
+
+
+@xp_kernel
+def _sylvester_op(xp, A, B, C):
+    if xp is NUMPY.xp:
+        return _sylvester_kernel(A, B, C)
+    return xp.solve_sylvester(A, B, C)  # no check off the host: a singular pair gives nan
 
 
 def _sylvester_kernel(A, B, C, prefix=""):
-    """X with A X + X B = C, for A (*, m, m), B (*, n, n), C (*, m, n)."""
-    A, B, C = np.asarray(A), np.asarray(B), np.asarray(C)
+    """X with A X + X B = C, for A (*, m, m), B (*, n, n), C (*, m, n) (NumPy arrays),
+    raising LinAlgError when A and -B share an eigenvalue."""
     batch = np.broadcast_shapes(A.shape[:-2], B.shape[:-2], C.shape[:-2])
     A = np.broadcast_to(A, batch + A.shape[-2:])
     B = np.broadcast_to(B, batch + B.shape[-2:])
@@ -350,7 +390,7 @@ def _sylvester_kernel(A, B, C, prefix=""):
         raise LinAlgError(
             f"{prefix}{_batch_prefix(A, b)}A and -B have a common eigenvalue, so "
             "A X + X B = C has no unique solution.")
-    X = scipy.linalg.solve_sylvester(A, B, C)
+    X = NUMPY.xp.solve_sylvester(A, B, C)
     return np.asarray(X, dtype=np.result_type(A, B, C))
 
 
@@ -367,43 +407,74 @@ def _uncol(F, x, vector):
 
 def _batched_trace_of_product(F, X, Y):
     """tr(X Y) over the last two dims."""
-    return F.einsum("...ij,...ji->...", X, Y)
+    return F.sum(X * F.mT(Y), (-2, -1), False)
 
 
 def _scalar_to_matrix(F, s):
     return F.unsqueeze(F.unsqueeze(s, -1), -1)
 
 
-# inv: Y = A^-1, dY = -Y dA Y, grad_A = -Y^T G Y^T.
+def _linalg_name(name):
+    return lambda xp, dev, lazy: getattr(xp.linalg, name)
+
+
+def _provided(name):
+    return lambda xp, dev, lazy: getattr(xp, name)
+
+
+def _kernel_of(kernel):
+    """The rule-namespace version of an xp kernel ``kernel(xp, *args)`` on a backend."""
+    return lambda xp, dev, lazy: lambda *args: kernel(xp, *args)
+
+
+def _det_hvp_xp(xp, A, E):
+    """The Hessian of det at A applied to E, also at singular A (see :func:`_exact`)."""
+    shape = np.broadcast_shapes(A.shape, E.shape)
+    return _exact(xp, _det_hvp, shape, (A, E), _det_hvp_invertible)
+
+
+def _det_hvp_invertible(xp, A, E):
+    """det(A) (tr(A^-1 E) A^-T - A^-T E^T A^-T), for an invertible A."""
+    AiT = xp.matrix_transpose(xp.linalg.inv(A))
+    tr = xp.sum(AiT * E, axis=(-2, -1))[..., None, None]
+    d = xp.linalg.det(A)[..., None, None]
+    return d * (tr * AiT - xp.matmul(xp.matmul(AiT, xp.matrix_transpose(E)), AiT))
+
+
 def _register():
     """Declare the names the linalg rules use (before any op that uses them; the
-    differentiable versions are looked up when called)."""
+    differentiable versions are looked up when called). On NumPy the raw versions check
+    (a singular matrix raises LinAlgError naming it); elsewhere they compute through the
+    backend's namespace and its provider table."""
     register("inv", lambda A: _inv_kernel(A, "inv (in a derivative rule): "),
-             lambda A: inv(A))
-    register("inv_ext", _inv_ext, lambda A: inv(A))
+             lambda A: inv(A), _linalg_name("inv"))
+    register("inv_ext", _inv_ext, lambda A: inv(A), _linalg_name("inv"))
     register("solve", lambda A, B: _solve_matrix(A, B, "solve (in a derivative rule): "),
-             lambda A, B: apply(SOLVE, (A, B), (True, False)))
-    register("cofactor", _cofactor, lambda A: apply(COFACTOR, (A,)))
-    register("det_hvp", _det_hvp, lambda A, E: _det_hvp_differentiable(A, E))
-    register("matrix_exp_frechet", _frechet_raw, lambda A, E: _frechet_differentiable(A, E))
+             lambda A, B: apply(SOLVE, (A, B), (True, False)), _linalg_name("solve"))
+    register("cofactor", _cofactor, lambda A: apply(COFACTOR, (A,)), _kernel_of(_cofactor_op))
+    register("det_hvp", _det_hvp, lambda A, E: _det_hvp_differentiable(A, E),
+             _kernel_of(_det_hvp_xp))
+    register("matrix_exp_frechet", lambda A, E: _frechet(NUMPY.xp, A, E),
+             lambda A, E: _frechet_differentiable(A, E), _kernel_of(_frechet))
     # One kernel for the triangular solve: the op's own (decomp's cholesky and qr rules use
     # it too).
     register("solve_triangular",
-             lambda A, B, *, upper, left=True, unitriangular=False: _solve_tri_kernel(
+             lambda A, B, *, upper, left=True, unitriangular=False: _solve_tri_numpy(
                  A, B, upper, left, unitriangular, "solve_triangular (in a derivative rule): "),
-             lambda *a, **k: solve_triangular(*a, **k))
-    register("cross", _cross_kernel, lambda a, b, dim: apply(CROSS, (a, b), (dim,)))
+             lambda *a, **k: solve_triangular(*a, **k), _provided("solve_triangular"))
+    register("cross", lambda a, b, dim: _cross_kernel(NUMPY.xp, a, b, dim),
+             lambda a, b, dim: apply(CROSS, (a, b), (dim,)), _kernel_of(_cross_kernel))
     register("solve_sylvester",
              lambda A, B, C: _sylvester_kernel(A, B, C, "solve_sylvester (in a derivative "
                                                         "rule): "),
-             lambda A, B, C: apply(SOLVE_SYLVESTER, (A, B, C)))
+             lambda A, B, C: apply(SOLVE_SYLVESTER, (A, B, C)), _provided("solve_sylvester"))
 
 
 _register()
 
 
 INV = defop(
-    "linalg_inv", _inv_kernel, ("A",), node_name="LinalgInvExBackward0",
+    "linalg_inv", _inv_op, ("A",), node_name="LinalgInvExBackward0",
     vjp={"A": lambda F, g, out: -F.matmul(F.matmul(F.mT(out), g), F.mT(out))},
     jvp={"A": lambda F, t, out: -F.matmul(F.matmul(out, t), out)},
     math={"A": "grad_A = -A^-T grad A^-T", "out": "dY = -A^-1 dA A^-1"},
@@ -420,7 +491,7 @@ def _slogdet_vjp(F, g, A):
 DET = defop(
     "linalg_det", _det_kernel, ("A",),
     vjp={"A": lambda F, g, A: _scalar_to_matrix(F, g) * F.cofactor(A)},
-    jvp={"A": lambda F, t, A: F.einsum("...ij,...ij->...", F.cofactor(A), t)},
+    jvp={"A": lambda F, t, A: F.sum(F.cofactor(A) * t, (-2, -1), False)},
     math={"A": "grad_A = grad * det(A) A^-T  (the cofactor matrix; at a singular A its "
                "continuous extension det(U) det(V) U diag(prod_{j!=i} s_j) V^T from the SVD)",
           "out": "d det = det(A) tr(A^-1 dA) = <cof(A), dA>"},
@@ -428,7 +499,7 @@ DET = defop(
            "SVD, as in the singular branch of PyTorch's linalg_det_backward",
 )
 COFACTOR = defop(
-    "linalg_cofactor", _cofactor, ("A",),
+    "linalg_cofactor", _cofactor_op, ("A",),
     vjp={"A": lambda F, g, A: F.det_hvp(A, g)},
     jvp={"A": lambda F, t, A: F.det_hvp(A, t)},
     math={"A": "grad_A = H(A)[grad], H the Hessian of det (self-adjoint): "
@@ -599,7 +670,7 @@ def _syl_vjp_C(F, g, A, B):
 
 
 SOLVE_SYLVESTER = defop(
-    "solve_sylvester", _sylvester_kernel, ("A", "B", "C"),
+    "solve_sylvester", _sylvester_op, ("A", "B", "C"),
     vjp={"C": _syl_vjp_C,
          "A": lambda F, g, A, B, out: -F.matmul(_syl_vjp_C(F, g, A, B), F.mT(out)),
          "B": lambda F, g, A, B, out: -F.matmul(F.mT(out), _syl_vjp_C(F, g, A, B))},
@@ -623,10 +694,10 @@ SOLVE_SYLVESTER = defop(
 def _det_hvp_differentiable(A, E):
     """The Hessian of det applied to E, on Tensors (third derivatives of det; A must be
     invertible): det(A) (tr(A^-1 E) A^-T - A^-T E^T A^-T)."""
-    from ..ops import einsum, matmul, transpose, unsqueeze
+    from ..ops import matmul, sum, transpose, unsqueeze
 
     AiT = transpose(inv(A), -1, -2)
-    tr = unsqueeze(unsqueeze(einsum("...ij,...ij->...", AiT, E), -1), -1)
+    tr = unsqueeze(unsqueeze(sum(AiT * E, (-2, -1)), -1), -1)
     d = unsqueeze(unsqueeze(det(A), -1), -1)
     return d * (tr * AiT - matmul(matmul(AiT, transpose(E, -1, -2)), AiT))
 
@@ -755,8 +826,7 @@ def logdet(A):
 
     _check_square("linalg.logdet", "A", A)
     sign, logabsdet = apply(SLOGDET, (_as_input(A),))
-    nan = np.array(np.nan, dtype=logabsdet.dtype)
-    return where(sign._data == -1, nan, logabsdet)
+    return where(sign._data == -1, float("nan"), logabsdet)
 
 
 def _is_vector_rhs(a_shape, b_shape):
@@ -917,11 +987,12 @@ def _transpose(x):
 def _default_rtol(shape, dtype, atol_given):
     if atol_given:
         return 0.0
-    return float(np.finfo(dtype).eps) * max(shape[-2], shape[-1])
+    return float(np.finfo(numpy_dtype(dtype)).eps) * max(shape[-2], shape[-1])
 
 
 def _float_dtype(x):
-    dtype = _data(x).dtype
+    """The float dtype of ``x`` as NumPy's (float64 for integers)."""
+    dtype = numpy_dtype(_data(x).dtype)
     return dtype if dtype.kind == "f" else np.dtype(np.float64)
 
 
@@ -1024,20 +1095,31 @@ def lstsq(A, B, rcond=None, *, driver=None):
     dtype = _float_dtype(A)
     m, n = a[-2], a[-1]
     rc = float(np.finfo(dtype).eps) * max(m, n) if rcond is None else float(rcond)
-    sv = np.linalg.svd(_data(A), compute_uv=False) if min(m, n) else np.zeros(a[:-2] + (0,))
-    smax = sv.max(axis=-1, initial=0.0)
-    rank = np.sum(sv > rc * smax[..., None], axis=-1).astype(np.int64)
+    data = _data(A)
+    xp, dev = backend_of(data).xp, on_device_of(data)
+    fdt = native_dtype(backend_of(data), dtype)
+    if min(m, n):
+        sv = xp.linalg.svdvals(data)
+        smax = xp.max(sv, axis=-1, keepdims=True)
+    else:
+        sv = smax = xp.zeros(a[:-2] + (0,), dtype=fdt, **dev)
+    rank = xp.astype(xp.sum(xp.astype(sv > rc * smax, xp.int64), axis=-1), xp.int64)
     P = pinv(A, atol=0.0, rtol=rc)
     Bm = B[..., None] if vector else B
     X = matmul(P, Bm)
-    empty = np.zeros((0,), dtype=dtype)
-    if driver != "gelsy" and m > n and np.all(rank == n):
+    empty = xp.zeros((0,), dtype=fdt, **dev)
+    # full rank decides whether LAPACK returns residuals; off the host (Dask, a GPU) the
+    # rank is not read back to decide it: residuals whenever m > n, as PyTorch's CUDA gels
+    full = data.__class__ is not np.ndarray or bool(xp.all(rank == n))
+    if driver != "gelsy" and m > n and full:
         residuals = sum((matmul(A, X) - Bm) ** 2, -2)
     else:
-        residuals = Tensor(empty)
+        residuals = wrap(empty)
     solution = X[..., 0] if vector else X
-    rank_out = Tensor(np.zeros((0,), np.int64)) if driver == "gels" else Tensor(rank)
-    sv_out = Tensor(sv.astype(dtype)) if driver in ("gelsd", "gelss") else Tensor(empty)
+    rank_out = wrap(xp.zeros((0,), dtype=xp.int64, **dev)) if driver == "gels" \
+        else wrap(rank)
+    sv_out = wrap(xp.astype(sv, fdt)) if driver in ("gelsd", "gelss") \
+        else wrap(empty)
     return lstsq_return(solution, residuals, rank_out, sv_out)
 
 
@@ -1097,8 +1179,12 @@ def matrix_power(A, n):
     s = _check_square("linalg.matrix_power", "A", A)
     A = _as_input(A)
     if n == 0:
-        eye = np.broadcast_to(np.eye(s[-1], dtype=_float_dtype(A)), s)
-        return where(np.ones(s, dtype=bool), eye, A)
+        data = _data(A)
+        xp = backend_of(data).xp
+        eye = xp.eye(s[-1], dtype=native_dtype(backend_of(data), _float_dtype(A)),
+                     **on_device_of(data))
+        return where(xp.ones(s, dtype=xp.bool, **on_device_of(data)),
+                     xp.broadcast_to(eye, s), A)
     if n < 0:
         A, n = inv(A), -n
         if n == 1:
