@@ -6,10 +6,22 @@ matrix form and the paper it comes from (see each function's docstring).
 """
 
 from ..ops.reduction import vector_norm
-from . import decomp, inverse, norms
+from . import decomp as _decomp
+from . import inverse as _inverse
+from . import matrix_functions as _matrix_functions
+from . import norms as _norms
+from . import pseudoinverse as _pinv
+from . import solves as _solve
 from .decomp import *  # noqa: F401,F403
 from .inverse import *  # noqa: F401,F403
+from .matrix_functions import *  # noqa: F401,F403
 from .norms import *  # noqa: F401,F403
+from .pseudoinverse import *  # noqa: F401,F403
+from .solves import *  # noqa: F401,F403
 
-__all__ = ["vector_norm", *decomp.__all__,
-           *(n for n in inverse.__all__ if n not in decomp.__all__), *norms.__all__]
+# one module per family of ops: inverse (inv, det, slogdet), solves (solve, triangular,
+# Sylvester), pseudoinverse (pinv, lstsq), matrix_functions (matrix_exp, cross,
+# multi_dot), decomp
+# (cholesky, qr, eigh, svd), norms
+__all__ = ["vector_norm", *_inverse.__all__, *_solve.__all__, *_pinv.__all__,
+           *_matrix_functions.__all__, *_decomp.__all__, *_norms.__all__]

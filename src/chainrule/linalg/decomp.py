@@ -39,7 +39,7 @@ from .._state import STATE
 from .._table import defop, documented
 from .._tensor import Tensor, wrap
 from ..backend import NUMPY, backend_of, numpy_dtype, xp_kernel
-from . import inverse as _inverse  # noqa: F401  (declares F.solve_triangular, used below)
+from . import solves as _solves  # noqa: F401  (declares F.solve_triangular, used below)
 from ._errors import LinAlgError
 
 __all__ = ["cholesky", "qr", "eigh", "eigvalsh", "svd", "svdvals"]
