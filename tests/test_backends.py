@@ -149,6 +149,21 @@ def test_device_api():
         cr.from_dlpack([1.0])
 
 
+def test_dask_cotangents_keep_the_inputs_chunks():
+    # the VJP of a sum broadcasts the cotangent back in the input's chunks, so the
+    # gradient of a row-chunked least-squares loss needs no rechunk
+    da = pytest.importorskip("dask.array")
+    X = da.random.default_rng(0).random((400, 5), chunks=(100, 5))
+    y = da.random.default_rng(1).random(400, chunks=100)
+    w = cr.tensor(da.zeros(5, chunks=-1), requires_grad=True)
+    r = cr.tensor(X) @ w - cr.tensor(y)
+    ((r * r).sum() / 400).backward()
+    layers = list(w.grad._data.dask.layers)
+    assert not [k for k in layers if "rechunk" in k], layers
+    Xn, yn = X.compute(), y.compute()
+    np.testing.assert_allclose(w.grad.numpy(), 2 * Xn.T @ (-yn) / 400, rtol=1e-12)
+
+
 def test_constructors_and_to_reach_an_array_api_device():
     xps = pytest.importorskip("array_api_strict")
     name = "array_api_strict.device1"

@@ -18,7 +18,7 @@ import numpy as np
 from . import _state, _table
 from ._node import MultiOpNode, OpNode, accumulator
 from ._tensor import Tensor, _fill
-from .backend import NUMPY, backend_of
+from .backend import NUMPY, ChunkedShape, backend_of
 
 _STATE = _state.STATE
 _new = object.__new__
@@ -290,6 +290,18 @@ def _common_backend(op, inputs, datas, arrays, mask):
     return backend
 
 
+def _chunked_shapes(result, datas, out, attrs):
+    """On a lazy backend, the input shapes a node keeps carry the inputs' chunks (see
+    :class:`chainrule.backend.ChunkedShape`), and its saved values are taken again with
+    them."""
+    node = next(r._grad_fn for r in (result if isinstance(result, tuple) else (result,))
+                if r._grad_fn is not None)
+    node.shapes = tuple(s if s is None or not hasattr(d, "chunks") else ChunkedShape(s, d.chunks)
+                        for s, d in zip(node.shapes, datas))
+    if node.plan.keep is not None:
+        node.saved = node.plan.keep(datas, out, attrs, node.shapes)
+
+
 def _foreign(op, inputs, attrs):
     """An op on data of a backend other than NumPy (Dask, CuPy, an Array API library):
     the kernel bound to that backend, then the same recording as the NumPy path. Tensors
@@ -323,6 +335,8 @@ def _foreign(op, inputs, attrs):
     flags = _STATE.flags
     if mask and flags & 1:
         result = _record(op, inputs, datas, attrs, out, mask)
+        if backend.lazy and not op.variadic:
+            _chunked_shapes(result, datas, out, attrs)
     else:
         result = _plain(op, out, inputs[0]._vc if op.view and isinstance(inputs[0], Tensor)
                         else [0])

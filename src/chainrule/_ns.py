@@ -22,7 +22,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from ._tensor import wrap
-from .backend import NUMPY, on_device_of
+from .backend import NUMPY, _chunked_broadcast, on_device_of
 
 
 def _prod_others(xp, x, dim):
@@ -93,7 +93,7 @@ _DECLARED = {
     "cast": lambda xp, dev, lazy: lambda x, dtype: xp.astype(xp.asarray(x), dtype,
                                                              copy=False),
     "reshape": lambda xp, dev, lazy: xp.reshape,
-    "expand": lambda xp, dev, lazy: xp.broadcast_to,
+    "expand": lambda xp, dev, lazy: _chunked_broadcast(xp) if lazy else xp.broadcast_to,
     "unsqueeze": lambda xp, dev, lazy: xp.expand_dims,
     "squeeze": lambda xp, dev, lazy: _squeeze(xp),
     "transpose": lambda xp, dev, lazy: xp.swapaxes,

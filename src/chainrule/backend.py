@@ -159,6 +159,34 @@ def host_to(dev, array):
                        "library's device")
 
 
+class ChunkedShape(tuple):
+    """A shape that remembers the chunks of the (lazy) array it was read from, so that a
+    derivative rule broadcasting a cotangent back to it (the VJP of sum, mean, ...) makes
+    the cotangent in the same chunks instead of one chunk Dask must split again."""
+
+    def __new__(cls, shape, chunks):
+        self = super().__new__(cls, shape)
+        self.chunks = chunks
+        return self
+
+
+def _chunked_broadcast(xp):
+    import dask.array as da
+
+    def broadcast_to(g, shape):
+        """``broadcast_to`` whose new and stretched dims take the chunks ``shape`` carries
+        (a :class:`ChunkedShape`); the dims ``g`` already has keep ``g``'s chunks."""
+        chunks = getattr(shape, "chunks", None)
+        if chunks is None or not hasattr(g, "chunks"):
+            return xp.broadcast_to(g, tuple(shape))
+        lead = len(shape) - g.ndim
+        out = tuple(chunks[i] if i < lead or g.shape[i - lead] == 1 else g.chunks[i - lead]
+                    for i in range(len(shape)))
+        return da.broadcast_to(g, tuple(shape), chunks=out)
+
+    return broadcast_to
+
+
 def on_device_of(x):
     """``device=`` for constructors making arrays beside ``x`` (Dask arrays have none)."""
     d = getattr(x, "device", None)
