@@ -25,6 +25,7 @@ from . import _dual, _state
 from ._dispatch import apply, refresh_view
 from ._state import STATE
 from ._tensor import Tensor, wrap
+from .backend import backend_of, numpy_dtype, on_device_of
 from .ops.indexing import INDEX_PUT
 from .ops.shape import RESHAPE
 
@@ -117,7 +118,9 @@ def _history_copy(t):
     saved by the update's node stay intact when ``t``'s data is overwritten."""
     if t._extra is not None:
         refresh_view(t)
-    old = wrap(np.array(t._data, copy=True))
+    d = t._data
+    old = wrap(np.array(d, copy=True) if d.__class__ is np.ndarray
+               else backend_of(d).xp.asarray(d, copy=True))
     old._requires_grad = t._requires_grad
     old._grad_fn = t._grad_fn
     old._output_nr = t._output_nr
@@ -185,7 +188,7 @@ def _check_result(t, result, name):
     if not ok:
         raise RuntimeError(f"{name}: output with shape {list(shape)} doesn't match the "
                            f"broadcast shape of the result, {list(result.shape)}")
-    if not np.can_cast(result.dtype, t.dtype, casting="same_kind"):
+    if not np.can_cast(numpy_dtype(result.dtype), numpy_dtype(t.dtype), casting="same_kind"):
         raise RuntimeError(f"{name}: result type {result.dtype} can't be cast to the desired "
                            f"output type {t.dtype}")
 
@@ -196,6 +199,9 @@ def _write(t, result, name):
     _check_result(t, result, name)
     data = result._data if isinstance(result, Tensor) else result
     dest = t._data
+    if not isinstance(dest, np.ndarray) and not isinstance(dest, np.generic):
+        _write_foreign(t, dest, data)
+        return
     if not isinstance(dest, np.ndarray):
         t._data = dest = np.array(dest)
     if dest.flags.writeable:
@@ -209,6 +215,21 @@ def _write(t, result, name):
     positions = view_positions(root, ex["path"])
     root._data[np.unravel_index(positions, root._data.shape)] = np.broadcast_to(
         data, positions.shape)
+
+
+def _write_foreign(t, dest, data):
+    """Another backend's array: a lazy one (Dask) takes the new value as a new graph (its
+    arrays are values, with no shared memory to write through); others are written in
+    place with ``__setitem__`` (CuPy, Array API libraries)."""
+    b = backend_of(dest)
+    xp = b.xp
+    if not hasattr(data, "shape"):
+        data = xp.asarray(data, dtype=dest.dtype, **on_device_of(dest))
+    data = xp.astype(xp.broadcast_to(data, dest.shape), dest.dtype)
+    if b.lazy:
+        t._data = data
+    else:
+        dest[...] = data
 
 
 def write_in_place(t, values, name):

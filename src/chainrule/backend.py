@@ -469,10 +469,18 @@ def _dask():
     from scipy import special
 
     xp = importlib.import_module("array_api_compat.dask.array")
+    def reshape(x, /, shape, **kwargs):
+        """Dask reshapes only by merging or splitting dims along chunk boundaries; any
+        other reshape goes through the flat array (merge, then split)."""
+        try:
+            return xp.reshape(x, shape, **kwargs)
+        except (NotImplementedError, ValueError):
+            return xp.reshape(xp.reshape(x, (-1,), **kwargs), shape, **kwargs)
+
     providers = {
         # scipy's ufuncs act on Dask arrays lazily, chunk by chunk (__array_ufunc__)
         "expit": special.expit, "erf": special.erf,
-        "einsum": da.einsum, "swapaxes": da.swapaxes,
+        "einsum": da.einsum, "swapaxes": da.swapaxes, "reshape": reshape,
     }
 
     def to_numpy(a):
@@ -485,8 +493,8 @@ def _dask():
     backend = Backend("dask", xp, lazy=True, providers=providers, to_numpy=to_numpy,
                       from_numpy=from_numpy)
     backend.xp.eye = _eye(backend.xp)
-    xp = backend.xp
-    xp.linalg, xp.expm, xp.solve_sylvester, xp.numpy_task = _dask_linalg(xp, da)
+    ns = backend.xp
+    ns.linalg, ns.expm, ns.solve_sylvester, ns.numpy_task = _dask_linalg(ns, da)
     return backend
 
 
