@@ -61,3 +61,17 @@ def test_constructors_follow_the_device_of_the_arrays():
     ns = _ns.raw_for(backend_of(a), dev)
     assert ns.zeros((2,), xps.float64).device == dev
     assert ns.eye(2, dtype=xps.float64).device == dev
+
+
+def test_the_batched_namespace_has_every_declared_name_as_declared():
+    # every name has a batched version (the batching layer's own, or one made from the
+    # name's registration: broadcasting over leading dims, else once per row)
+    batched = _ns.batched()
+    assert set(_ns.names()) <= set(vars(batched))
+    from chainrule._batched import Batched
+
+    A = np.stack([np.eye(3) * (b + 2.0) for b in range(4)])  # a batch of 4 matrices
+    out = batched.inv(Batched(A))
+    np.testing.assert_allclose(out.data, np.linalg.inv(A))
+    assert _ns.BATCH_RULES["inv"] == "leading"  # declared beside inv, in linalg.inverse
+    assert _ns.BATCH_RULES["cross"] == ("leading", (2, "dim"))

@@ -675,15 +675,13 @@ def _leading(raw, dim_arg=None):
 
 # Registered helpers known to broadcast over leading dims (chainrule.linalg), by name; the
 # value names an axis argument to shift, (position, keyword), or is None.
-_LEADING = {"inv": None, "inv_ext": None, "solve": None, "solve_triangular": None,
-            "cofactor": None, "det_hvp": None, "matrix_exp_frechet": None,
-            "solve_sylvester": None, "cross": (2, "dim")}
-
-
 def _for_registered(name, raw):
-    if name in _LEADING:
-        return _leading(raw, _LEADING[name])
-    return _looped(raw)
+    """The batched version of a registered name, as its registration declares (see
+    :data:`chainrule._ns.BATCH_RULES`)."""
+    rule = _ns.BATCH_RULES.get(name)
+    if rule is None:
+        return _looped(raw)
+    return _leading(raw, None if rule == "leading" else rule[1])
 
 
 class _Namespace(SimpleNamespace):

@@ -163,15 +163,23 @@ def raw_for(backend, device=None):
     return ns
 
 
-def register(name, raw, diff, declare=None):
+#: How each registered name runs on a batch (the batched namespace reads it): "leading"
+#: for a function that broadcasts over leading batch dims, ("leading", (position, keyword))
+#: when it also takes an axis argument; absent: once per row of the batch.
+BATCH_RULES = {}
+
+
+def register(name, raw, diff, declare=None, batch=None):
     """Declare ``name`` for the rules: ``raw`` works on NumPy arrays (first-order
     backward), ``diff`` is the differentiable chainrule function with the same meaning,
     ``declare(xp, dev, lazy)`` gives the version on any backend (without it, other
-    backends raise NotImplementedError naming the name). The op families
-    (``chainrule.ops``, ``chainrule.linalg``) call this for the names their rules use;
-    this module imports none of them."""
+    backends raise NotImplementedError naming the name), ``batch`` how it runs on a batch
+    (see :data:`BATCH_RULES`). The op families (``chainrule.ops``, ``chainrule.linalg``)
+    call this for the names their rules use; this module imports none of them."""
     if name in _DECLARED:
         raise ValueError(f"register: {name!r} is already in the rule namespace")
+    if batch is not None:
+        BATCH_RULES[name] = batch
 
     def bound(xp, dev, lazy):
         if xp is NUMPY.xp:

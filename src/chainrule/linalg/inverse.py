@@ -187,11 +187,12 @@ def _register():
     are looked up when called). On NumPy the raw versions check (a singular matrix raises
     LinAlgError naming it); elsewhere they compute through the backend's namespace."""
     register("inv", lambda A: _inv_kernel(A, "inv (in a derivative rule): "),
-             lambda A: inv(A), _linalg_name("inv"))
-    register("inv_ext", _inv_ext, lambda A: inv(A), _linalg_name("inv"))
-    register("cofactor", _cofactor, lambda A: apply(COFACTOR, (A,)), _kernel_of(_cofactor_op))
+             lambda A: inv(A), _linalg_name("inv"), batch="leading")
+    register("inv_ext", _inv_ext, lambda A: inv(A), _linalg_name("inv"), batch="leading")
+    register("cofactor", _cofactor, lambda A: apply(COFACTOR, (A,)), _kernel_of(_cofactor_op),
+             batch="leading")
     register("det_hvp", _det_hvp, lambda A, E: _det_hvp_differentiable(A, E),
-             _kernel_of(_det_hvp_xp))
+             _kernel_of(_det_hvp_xp), batch="leading")
 
 
 _register()

@@ -59,9 +59,10 @@ def _cross_kernel(xp, a, b, dim):
 def _register():
     """Declare the names the rules below use (before the ops)."""
     register("matrix_exp_frechet", lambda A, E: _frechet(NUMPY.xp, A, E),
-             lambda A, E: _frechet_differentiable(A, E), _kernel_of(_frechet))
+             lambda A, E: _frechet_differentiable(A, E), _kernel_of(_frechet), batch="leading")
     register("cross", lambda a, b, dim: _cross_kernel(NUMPY.xp, a, b, dim),
-             lambda a, b, dim: apply(CROSS, (a, b), (dim,)), _kernel_of(_cross_kernel))
+             lambda a, b, dim: apply(CROSS, (a, b), (dim,)), _kernel_of(_cross_kernel),
+             batch=("leading", (2, "dim")))
 
 
 _register()

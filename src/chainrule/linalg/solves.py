@@ -132,17 +132,20 @@ def _register():
     check (a singular matrix raises LinAlgError naming it); elsewhere they compute through
     the backend's namespace and its provider table."""
     register("solve", lambda A, B: _solve_matrix(A, B, "solve (in a derivative rule): "),
-             lambda A, B: apply(SOLVE, (A, B), (True, False)), _linalg_name("solve"))
+             lambda A, B: apply(SOLVE, (A, B), (True, False)), _linalg_name("solve"),
+             batch="leading")
     # One kernel for the triangular solve: the op's own (decomp's cholesky and qr rules use
     # it too).
     register("solve_triangular",
              lambda A, B, *, upper, left=True, unitriangular=False: _solve_tri_numpy(
                  A, B, upper, left, unitriangular, "solve_triangular (in a derivative rule): "),
-             lambda *a, **k: solve_triangular(*a, **k), _provided("solve_triangular"))
+             lambda *a, **k: solve_triangular(*a, **k), _provided("solve_triangular"),
+             batch="leading")
     register("solve_sylvester",
              lambda A, B, C: _sylvester_kernel(A, B, C, "solve_sylvester (in a derivative "
                                                         "rule): "),
-             lambda A, B, C: apply(SOLVE_SYLVESTER, (A, B, C)), _provided("solve_sylvester"))
+             lambda A, B, C: apply(SOLVE_SYLVESTER, (A, B, C)), _provided("solve_sylvester"),
+             batch="leading")
 
 
 _register()
