@@ -602,3 +602,224 @@ def test_gradcheck_of_builtin_composite():
     a = leaf(np.array([[0.3, -0.2], [0.5, 1.0]]))
     b = leaf(np.array([0.7, -0.4]))
     assert gradcheck(lambda p, q: (cr.tanh(p @ q) * q).exp(), (a, b))
+
+
+# --- PyTorch 2's Function API: setup_context, vjp, save_for_forward, mark_dirty ----------
+
+
+class MulConstant(Function):
+    """PyTorch's "Extending" example: forward without ctx, then setup_context."""
+
+    @staticmethod
+    def forward(tensor, constant):
+        return tensor * constant
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        _, constant = inputs
+        ctx.constant = constant
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return grad_output * ctx.constant, None
+
+
+class ExpSaved(Function):
+    """exp with its output saved for backward (as vjp) and for forward (jvp)."""
+
+    @staticmethod
+    def forward(x):
+        return x.exp()
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(output)
+        ctx.save_for_forward(output)
+
+    @staticmethod
+    def vjp(ctx, g):
+        (out,) = ctx.saved_tensors
+        return g * out
+
+    @staticmethod
+    def jvp(ctx, t):
+        (out,) = ctx.saved_tensors
+        return t * out
+
+
+class AddOneInPlace(Function):
+    @staticmethod
+    def forward(ctx, x):
+        x.add_(1.0)
+        ctx.mark_dirty(x)
+        return x
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+def test_forward_without_ctx_and_setup_context():
+    x = leaf([1.0, 2.0])
+    y = MulConstant.apply(x, 3.0)
+    assert y.grad_fn.name() == "MulConstantBackward"
+    y.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [3.0, 3.0])  # d(3x)/dx
+    gradcheck(lambda t: MulConstant.apply(t, -2.5), (leaf([0.3, -1.2]),))
+
+
+def test_vjp_is_backward_and_save_for_forward_feeds_jvp():
+    from chainrule.autograd import forward_ad as fwAD
+
+    a = np.array([0.0, 1.0, -0.5])
+    x = leaf(a)
+    ExpSaved.apply(x).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), np.exp(a))  # d exp = exp
+    with fwAD.dual_level():
+        d = fwAD.make_dual(cr.tensor(a), cr.tensor([1.0, 2.0, 3.0]))
+        t = fwAD.unpack_dual(ExpSaved.apply(d)).tangent
+    np.testing.assert_allclose(t.numpy(), np.exp(a) * [1.0, 2.0, 3.0])
+    assert autograd.validate(ExpSaved, leaf(a)).passed
+
+
+def test_defining_both_backward_and_vjp_is_refused():
+    class Both(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x.clone()
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+        @staticmethod
+        def vjp(ctx, g):
+            return g
+
+    with pytest.raises(RuntimeError, match="both 'backward' and 'vjp'"):
+        Both.apply(leaf([1.0])).sum().backward()
+
+
+def test_mark_dirty_keeps_the_tensor_and_gives_it_the_node():
+    a = leaf([1.0, 2.0])
+    b = a * 2
+    c = AddOneInPlace.apply(b)
+    assert c is b and c.grad_fn.name() == "AddOneInPlaceBackward"
+    (c * c).sum().backward()
+    # c = 2a + 1, loss = sum(c^2): d loss / da = 2c * 2
+    np.testing.assert_allclose(a.grad.numpy(), 4 * (2 * np.array([1.0, 2.0]) + 1))
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        AddOneInPlace.apply(leaf([1.0]))
+
+
+def test_non_tensor_outputs_pass_through():
+    class WithInfo(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2, "info", 3
+
+        @staticmethod
+        def backward(ctx, g, g_info, g_n):
+            assert g_info is None and g_n is None  # one cotangent per output, None here
+            return g * 2
+
+    x = leaf([1.0, -1.0])
+    y, info, n = WithInfo.apply(x)
+    assert (info, n) == ("info", 3)
+    y.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [2.0, 2.0])
+
+
+def test_the_new_api_matches_torch():
+    torch = pytest.importorskip("torch")
+
+    class TorchMulConstant(torch.autograd.Function):
+        @staticmethod
+        def forward(tensor, constant):
+            return tensor * constant
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.constant = inputs[1]
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            return grad_output * ctx.constant, None
+
+    a = np.array([0.5, -2.0, 3.0])
+    x, tx = leaf(a), torch.tensor(a, requires_grad=True)
+    (MulConstant.apply(x, 1.5) ** 2).sum().backward()
+    (TorchMulConstant.apply(tx, 1.5) ** 2).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy())
+
+
+# --- gradcheck with PyTorch's keywords ------------------------------------------------
+
+
+class ScaleWrongJvp(Function):
+    """y = 3x with a right backward and a jvp off by a factor 2."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x * 3
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 3
+
+    @staticmethod
+    def jvp(ctx, t):
+        return t * 6
+
+
+def test_gradcheck_checks_forward_mode_and_diagnoses_it():
+    x = leaf([0.5, -1.0, 2.0])
+    assert gradcheck(func=lambda t: ScaleWrongJvp.apply(t), inputs=(x,))  # backward only
+    with pytest.raises(GradcheckError, match="Jacobian computed with forward mode mismatch "
+                                             "for output 0 with respect to input 0") as info:
+        gradcheck(ScaleWrongJvp.apply, (x,), check_forward_ad=True, check_backward_ad=False)
+    assert any(d.startswith("constant factor") and "2 x numerical" in d
+               for d in info.value.diagnosis), info.value.diagnosis
+    assert gradcheck(ExpSaved.apply, (x,), check_forward_ad=True)  # both modes agree
+    with pytest.raises(ValueError, match="at least one of check_forward_ad"):
+        gradcheck(ExpSaved.apply, (x,), check_backward_ad=False)
+
+
+def test_gradcheck_nondet_tol_and_undefined_grads():
+    rng = np.random.default_rng(0)
+
+    class Noisy(Function):  # backward right to 1e-8, but not the same twice
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2 + cr.tensor(1e-8 * rng.standard_normal(g.shape))
+
+    x = leaf([1.0, 2.0])
+    with pytest.raises(GradcheckError, match="Backward is not reentrant"):
+        gradcheck(Noisy.apply, (x,))
+    assert gradcheck(Noisy.apply, (x,), nondet_tol=1e-6, check_undefined_grad=False)
+
+    class NoneUnsafe(Function):  # given None (materialize_grads off), g * 2 raises
+        @staticmethod
+        def forward(ctx, x):
+            ctx.set_materialize_grads(False)
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    with pytest.raises(GradcheckError, match="handle undefined output grads"):
+        gradcheck(NoneUnsafe.apply, (x,))
+    assert gradcheck(NoneUnsafe.apply, (x,), check_undefined_grad=False)
+
+
+def test_gradcheck_batched_checks_and_gradgradcheck_keywords():
+    x = leaf([0.3, -0.7, 1.1])
+    assert gradcheck(lambda t: (t * t).tanh(), (x,), check_batched_grad=True,
+                     check_forward_ad=True, check_batched_forward_grad=True)
+    assert autograd.gradgradcheck(lambda t: (t * t).tanh(), (x,), check_fwd_over_rev=True,
+                                  gen_non_contig_grad_outputs=True)

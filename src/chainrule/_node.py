@@ -61,6 +61,7 @@ class Node:
 
     __slots__ = ("next_functions", "shapes", "pre_hooks", "__weakref__")
     nout = 1
+    runs_on_undefined = False  # a custom Function's backward runs even on no cotangent
 
     def name(self):
         return type(self).__name__
@@ -99,6 +100,8 @@ class Node:
                 raise RuntimeError(
                     f"{self.name()}: grad_outputs[{i}] has shape {tuple(g.shape)} but output "
                     f"{i} of this node has shape {tuple(shape)}")
+        if all(g is None for g in grads) and not self.runs_on_undefined:
+            return tuple(None for _ in self.next_functions)  # undefined in, undefined out
         out = self._vjp(grads[0] if self.nout == 1 else grads, RAW)
         return tuple(None if g is None else wrap(np.array(
             ENGINE.sum_to(np.asarray(g), tuple(s)) if s is not None else g))

@@ -320,3 +320,37 @@ def _as_float64(x):
     if not isinstance(x, Tensor) or x.dtype.kind != "f" or x.dtype == np.float64:
         return x
     return wrap(np.asarray(x._data, dtype=np.float64), requires_grad=x._requires_grad)
+
+
+def forward_jacobian(fn, inputs, diff_inputs):
+    """Jacobians from JVPs (forward mode): one forward pass per input entry, its tangent a
+    one-hot direction.
+
+    Returns
+    -------
+    dict
+        ``{(output, input): array of shape (output size, input size)}`` for the float
+        outputs.
+    """
+    from . import forward_ad as fwAD
+
+    result = {}
+    for i in diff_inputs:
+        x = inputs[i]
+        n = x._data.size
+        for k in range(n):
+            seed = np.zeros(n, dtype=x.dtype)
+            seed[k] = 1
+            with fwAD.dual_level():
+                args = list(inputs)
+                args[i] = fwAD.make_dual(x.detach(), wrap(seed.reshape(x.shape)))
+                outs = fn(*args)
+                outs = outs if isinstance(outs, tuple) else (outs,)
+                for j, y in enumerate(outs):
+                    if not isinstance(y, Tensor) or y.dtype.kind != "f":
+                        continue
+                    col = result.setdefault((j, i), np.zeros((y._data.size, n)))
+                    t = fwAD.unpack_dual(y).tangent
+                    if t is not None:
+                        col[:, k] = np.asarray(t._data, dtype=np.float64).reshape(-1)
+    return result

@@ -44,6 +44,7 @@ class PairReport:
     n_bad: int = 0
     findings: list = field(default_factory=list)
     labels: list | None = field(default=None, repr=False)
+    mode: str = "backward"  # which derivative was checked: "backward" (VJPs) or "forward"
 
     def row_label(self, r):
         """Output entry ``r`` as a multi-index tuple."""
@@ -202,7 +203,8 @@ def _describe(p, atol, rtol, matrices=True):
     where = (f"direction {p.col_label(c)}" if p.labels is not None else
              f"input index {p.col_label(c)}")
     lines = [
-        f"Jacobian mismatch for output {p.output_index} with respect to input {p.input_index}"
+        f"Jacobian {'computed with forward mode ' if p.mode == 'forward' else ''}mismatch for "
+        f"output {p.output_index} with respect to input {p.input_index}"
         + (f" (along {p.structure} directions)" if p.structure else "") + ":",
         f"  largest error {err[r, c]:.3g} at output index {p.row_label(r)}, {where}: "
         f"analytic {a[r, c]:.6g}, numerical {n[r, c]:.6g}",

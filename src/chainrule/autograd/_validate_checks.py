@@ -23,7 +23,7 @@ from ._validate_report import (
     _short_error,
     _side_by_side,
 )
-from .function import Function
+from .function import Function, _user_backward
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 
 #: Jacobians are formed (for the worst error, the summary and teaching) only up to this
@@ -33,7 +33,9 @@ MAX_JACOBIAN_SIZE = 1000
 
 def _input_names(cls, n):
     try:
-        params = list(inspect.signature(cls.forward).parameters.values())[1:]
+        params = list(inspect.signature(cls.forward).parameters.values())
+        if cls.setup_context is Function.setup_context:
+            params = params[1:]  # forward(ctx, *args); with setup_context, forward(*args)
     except (TypeError, ValueError):
         params = []
     names = []
@@ -230,7 +232,7 @@ def _check_outputs(cls, make, diff, names, rng, state):
                 v._vc[0] if isinstance(v, Tensor) else None) for k, v in watched.items()}
     try:
         with _state.no_grad():
-            returned = cls.backward(ctx, *grads_in)
+            returned = _user_backward(cls)(ctx, *grads_in)
     except Exception as err:
         msg = f"backward raised {type(err).__name__}: {err}"
         return (Check("outputs", "fail", "backward raised", msg),
@@ -343,7 +345,7 @@ FIRST_ORDER_ONLY = ("first-order correct; cannot be differentiated twice: mark i
 
 
 def _check_gradgrad(cls, make, eps, atol, rtol):
-    if getattr(cls.backward, "_once_differentiable", False):
+    if getattr(_user_backward(cls), "_once_differentiable", False):
         return Check("gradgradcheck", "skip", "not differentiable twice (declared)",
                      "not differentiable twice: backward is marked @once_differentiable, so "
                      "second derivatives through it raise (as declared); not checked")

@@ -44,6 +44,9 @@ class FunctionCtx:
         self._name = "Function"
         self._saved_outputs = None  # {index in saved: output_nr} for saved outputs
         self._node = None  # weak reference to the FunctionNode, once recorded
+        self._saved_forward = None  # save_for_forward's tensors, read back in jvp
+        self._in_jvp = False
+        self._dirty = ()
 
     def save_for_backward(self, *tensors):
         """Save tensors (or None) for backward; read them back through ``saved_tensors``.
@@ -56,8 +59,20 @@ class FunctionCtx:
         self._saved = tensors
         self._versions = tuple(None if t is None else (t._vc, t._vc[0]) for t in tensors)
 
+    def save_for_forward(self, *tensors):
+        """Save tensors (or None) for ``jvp``; inside ``jvp``, ``saved_tensors`` gives them
+        back (as in PyTorch)."""
+        for i, t in enumerate(tensors):
+            if t is not None and not isinstance(t, Tensor):
+                raise TypeError(f"save_for_forward can only save tensors or None, but "
+                                f"argument {i} is a {type(t).__name__}; store other values "
+                                "as ctx attributes")
+        self._saved_forward = tensors
+
     @property
     def saved_tensors(self):
+        if self._in_jvp and self._saved_forward is not None:
+            return self._saved_forward
         if self._freed:
             raise RuntimeError(FREED)
         for i, (t, v) in enumerate(zip(self._saved, self._versions)):
@@ -98,13 +113,21 @@ class FunctionCtx:
         self.materialize_grads = bool(value)
 
     def mark_dirty(self, *tensors):
-        raise NotImplementedError("in-place custom Functions (mark_dirty) are not supported")
+        """Declare inputs that ``forward`` changed in place and returns as outputs: they
+        keep their identity and take this Function's node as their history (an in-place
+        Function, as PyTorch's ``mark_dirty``)."""
+        for i, t in enumerate(tensors):
+            if not isinstance(t, Tensor):
+                raise TypeError(f"mark_dirty expects tensors, but argument {i} is a "
+                                f"{type(t).__name__}")
+        self._dirty = tensors
 
 
 class FunctionNode(Node):
     """The graph node of one ``Function.apply`` call (``<Name>Backward``)."""
 
     __slots__ = ("fn", "ctx", "input_meta", "output_meta", "once", "nout")
+    runs_on_undefined = True
 
     def name(self):
         return f"{self.fn.__name__}Backward"
@@ -133,7 +156,7 @@ class FunctionNode(Node):
             result = _backward_from_jvp(self, args, create_graph=graph)
         else:
             with _state.set_grad_enabled(graph and not self.once):
-                result = fn.backward(ctx, *args)
+                result = _user_backward(fn)(ctx, *args)
         if not graph:
             return self._check(result)
         checked = self._check(result, keep_tensors=True)
@@ -197,8 +220,31 @@ class FunctionNode(Node):
 
 
 def _jvp_only(fn):
-    """A Function that defines forward and jvp but no backward."""
-    return fn.backward is Function.backward and fn.jvp is not Function.jvp
+    """A Function that defines forward and jvp but no backward (nor vjp)."""
+    return _user_backward(fn) is Function.backward and fn.jvp is not Function.jvp
+
+
+def _user_backward(fn):
+    """The Function's backward: ``backward``, or ``vjp`` (its alias, as in PyTorch).
+    Defining both is an error."""
+    backward, vjp = fn.backward, fn.vjp
+    if vjp is Function.vjp:
+        return backward
+    if backward is not Function.backward:
+        raise RuntimeError(f"Implementing both 'backward' and 'vjp' for a custom Function is "
+                           f"not allowed ({fn.__name__}). You should only implement one of "
+                           "them.")
+    return vjp
+
+
+def _run_forward(cls, ctx, args, kwargs):
+    """``forward(ctx, *args)``, or ``forward(*args)`` then ``setup_context(ctx, inputs,
+    output)`` (PyTorch 2's style, which keeps forward free of ctx)."""
+    if cls.setup_context is Function.setup_context:
+        return cls.forward(ctx, *args, **kwargs)
+    output = cls.forward(*args, **kwargs)
+    cls.setup_context(ctx, args, output)
+    return output
 
 
 def _backward_from_jvp(node, grad_outputs, create_graph):
@@ -219,8 +265,12 @@ def _backward_from_jvp(node, grad_outputs, create_graph):
     tangents = [None if meta is None or edge_ is None else
                 wrap(np.zeros(meta[0], dtype=meta[1]), requires_grad=True)
                 for meta, (edge_, _) in zip(node.input_meta, node.next_functions)]
-    with _state.enable_grad():
-        out = fn.jvp(ctx, *tangents)
+    ctx._in_jvp = True  # saved_tensors gives save_for_forward's tensors
+    try:
+        with _state.enable_grad():
+            out = fn.jvp(ctx, *tangents)
+    finally:
+        ctx._in_jvp = False
     outs = out if isinstance(out, tuple) else (out,)
     roots, seeds = [], []
     for o, g in zip(outs, grad_outputs):
@@ -285,9 +335,21 @@ class Function(metaclass=FunctionMeta):
         raise NotImplementedError("a Function subclass must define backward(ctx, *grads)")
 
     @staticmethod
+    def vjp(ctx, *grad_outputs):
+        """An alias of ``backward``: define one of the two (as in PyTorch)."""
+        raise NotImplementedError("a Function subclass must define backward(ctx, *grads)")
+
+    @staticmethod
     def jvp(ctx, *tangents):
         """Forward mode: output tangent(s) for the input tangents (None for no tangent).
         Optional; forward-mode AD through a Function without it raises."""
+        raise NotImplementedError
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        """PyTorch 2's style: with this defined, ``forward(*args)`` takes no ctx, and
+        ``setup_context`` receives the inputs (a tuple) and forward's output to save what
+        backward needs."""
         raise NotImplementedError
 
     def __init__(self, *args, **kwargs):
@@ -303,13 +365,13 @@ class Function(metaclass=FunctionMeta):
         ctx = FunctionCtx(needs)
         ctx._name = cls.__name__
         with _state.no_grad():
-            result = cls.forward(ctx, *args, **kwargs)
+            result = _run_forward(cls, ctx, args, kwargs)
         single = not isinstance(result, tuple)
         outputs = (result,) if single else result
-        for i, o in enumerate(outputs):
-            if o is not None and not isinstance(o, Tensor):
-                raise TypeError(f"{cls.__name__}.forward returned a {type(o).__name__} as "
-                                f"output {i}; outputs must be Tensors")
+        if single and not isinstance(result, Tensor):
+            raise TypeError(f"{cls.__name__}.forward returned a {type(result).__name__}; it "
+                            "must return a Tensor, or a tuple (which may hold other values "
+                            "beside Tensors)")
         if STATE.dual_level:
             result = _forward_mode(cls, ctx, args, result, single)
             outputs = (result,) if single else result
@@ -319,7 +381,7 @@ class Function(metaclass=FunctionMeta):
         node.fn = cls
         node.ctx = ctx
         node.pre_hooks = None
-        node.once = getattr(cls.backward, "_once_differentiable", False)
+        node.once = getattr(_user_backward(cls), "_once_differentiable", False)
         node.next_functions = tuple(
             _dispatch.edge(a) if need else (None, 0)
             for a, need in zip(args, needs)
@@ -330,14 +392,17 @@ class Function(metaclass=FunctionMeta):
         wrapped = []
         meta = []
         for i, o in enumerate(outputs):
-            if o is None:
-                wrapped.append(None)
+            if not isinstance(o, Tensor):  # None, or a non-tensor output: passed through
+                wrapped.append(o)
                 meta.append(None)
                 continue
             diff = id(o) not in ctx._non_differentiable and dtype_kind(o.dtype) == "f"
-            t = wrap(o._data)
-            t._vc = o._vc  # one version counter: saving o and changing t in place is caught
-            t._extra = o._extra  # carries its tangent in forward mode
+            if any(o is d for d in ctx._dirty):
+                t = _dirty_output(cls, o)  # the input itself, changed in place by forward
+            else:
+                t = wrap(o._data)
+                t._vc = o._vc  # one version counter: saving o and changing t in place is caught
+                t._extra = o._extra  # carries its tangent in forward mode
             if diff:
                 t._requires_grad = True
                 t._grad_fn = node
@@ -356,6 +421,19 @@ class Function(metaclass=FunctionMeta):
         return wrapped[0] if single else tuple(wrapped)
 
 
+def _dirty_output(cls, o):
+    """An input that forward changed in place (``ctx.mark_dirty``) and returned: it keeps
+    its identity; the caller gives it this Function's node as history."""
+    if o._grad_fn is None and o._requires_grad:
+        raise RuntimeError(f"{cls.__name__}: a leaf Variable that requires grad is being used "
+                           "in an in-place operation.")
+    if o._extra is not None and o._extra.get("view_of") is not None:
+        raise NotImplementedError(f"{cls.__name__}: an in-place custom Function "
+                                  "(mark_dirty) on a view of another tensor is not supported; "
+                                  "apply it to a clone() or to the base tensor")
+    return o
+
+
 def _forward_mode(cls, ctx, args, result, single):
     """Attach output tangents from ``cls.jvp(ctx, *input_tangents)`` when inputs are duals."""
     tangents = [_dual.tangent_of(a) for a in args]
@@ -371,13 +449,17 @@ def _forward_mode(cls, ctx, args, result, single):
             f"jvp(ctx, *tangents) returning the output tangent(s); {cls.__name__} defines only "
             "forward and backward"
         )
-    with _state.no_grad():
-        out_t = cls.jvp(ctx, *[None if t is None else wrap(t) for t in tangents])
+    ctx._in_jvp = True  # saved_tensors gives save_for_forward's tensors
+    try:
+        with _state.no_grad():
+            out_t = cls.jvp(ctx, *[None if t is None else wrap(t) for t in tangents])
+    finally:
+        ctx._in_jvp = False
     outs = (result,) if single else result
     out_t = (out_t,) if single else tuple(out_t)
     fresh = []
     for o, t in zip(outs, out_t):
-        if o is None or t is None:
+        if not isinstance(o, Tensor) or t is None:
             fresh.append(o)
             continue
         o = wrap(o._data) if o._extra is None else o

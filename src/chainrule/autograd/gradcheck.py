@@ -23,8 +23,9 @@ import warnings
 
 import numpy as np
 
-from .. import _state
+from .. import _dual, _state
 from .._tensor import Tensor, wrap
+from . import _gradcheck_more as _more
 from . import diagnose as _diag
 from ._gradcheck_numerics import (
     EPS_SWEEP,
@@ -36,6 +37,7 @@ from ._gradcheck_numerics import (
     _Progress,
     _tuple,
     analytic_jacobian,
+    forward_jacobian,
 )
 from ._gradcheck_numerics import STRUCTURES as STRUCTURES  # re-exported
 from ._gradcheck_numerics import numerical_jacobian as numerical_jacobian  # re-exported
@@ -82,11 +84,17 @@ def _fn_name(fn):
 
 
 
-def _compare(fn, inputs, diff, dirs, eps, atol, rtol, progress=False, only=None):
-    """Both Jacobians of every pair (of the inputs ``only``), compared. Returns the pairs
-    and the seconds the numerical Jacobians took."""
+def _compare(fn, inputs, diff, dirs, eps, atol, rtol, progress=False, only=None,
+             modes=("backward",)):
+    """The numerical Jacobian of every pair (of the inputs ``only``) compared with the
+    analytic one of each mode ("backward": from VJPs, "forward": from JVPs). Returns the
+    pairs and the seconds the numerical Jacobians took."""
     outputs = _outputs(fn, inputs)
-    analytic = analytic_jacobian(outputs, inputs, diff)
+    analytic = {}
+    for mode in modes:
+        jac = (analytic_jacobian(outputs, inputs, diff) if mode == "backward"
+               else forward_jacobian(fn, inputs, diff))
+        analytic.update({(j, i, mode): v for (j, i), v in jac.items()})
     check = [i for i in diff if only is None or i in only]
     bar = _Progress(2 * sum(dirs[i].size for i in check), progress,
                     "gradcheck: numerical Jacobian")
@@ -95,16 +103,17 @@ def _compare(fn, inputs, diff, dirs, eps, atol, rtol, progress=False, only=None)
     try:
         for i in check:
             numerical = _numerical(fn, inputs, i, dirs[i], eps, bar)
-            for j, y in enumerate(outputs):
-                if (j, i) not in analytic:
-                    continue
-                a, n = dirs[i].project(analytic[(j, i)]), numerical[j]
-                ok = _diag.agree(a, n, atol, rtol)
-                err = np.abs(a - n)
-                pairs.append(PairReport(
-                    j, i, bool(ok.all()), tuple(y.shape), tuple(inputs[i].shape),
-                    dirs[i].structure, a, n, float(np.nanmax(err, initial=0.0)),
-                    int(ok.size - ok.sum()), labels=dirs[i].labels))
+            for mode in modes:
+                for j, y in enumerate(outputs):
+                    if (j, i, mode) not in analytic:
+                        continue
+                    a, n = dirs[i].project(analytic[(j, i, mode)]), numerical[j]
+                    ok = _diag.agree(a, n, atol, rtol)
+                    err = np.abs(a - n)
+                    pairs.append(PairReport(
+                        j, i, bool(ok.all()), tuple(y.shape), tuple(inputs[i].shape),
+                        dirs[i].structure, a, n, float(np.nanmax(err, initial=0.0)),
+                        int(ok.size - ok.sum()), labels=dirs[i].labels, mode=mode))
     finally:
         bar.close()
     return pairs, time.perf_counter() - start
@@ -178,10 +187,11 @@ def _precision(fn, inputs, diff, dirs, structure, failing, seconds, eps, atol, r
 
 def _diagnose(report, fn, inputs, diff, dirs, structure, seconds):
     pairs = report.pairs
-    analytic = {(p.output_index, p.input_index): p.analytic for p in pairs
-                if p.labels is None}
-    numerical = {(p.output_index, p.input_index): p.numerical for p in pairs
-                 if p.labels is None}
+    # a pair is compared with the other pairs of its mode (backward or forward)
+    analytic = {m: {(p.output_index, p.input_index): p.analytic for p in pairs
+                    if p.labels is None and p.mode == m} for m in ("backward", "forward")}
+    numerical = {m: {(p.output_index, p.input_index): p.numerical for p in pairs
+                     if p.labels is None and p.mode == m} for m in ("backward", "forward")}
     values = {i: np.asarray(inputs[i]._data, dtype=np.float64) for i in diff
               if inputs[i].ndim == 2}
     swaps = set()
@@ -189,8 +199,9 @@ def _diagnose(report, fn, inputs, diff, dirs, structure, seconds):
         key = (p.output_index, p.input_index)
         p.findings = _diag.diagnose_pair(
             p.analytic, p.numerical, p.output_shape, p.input_shape, atol=report.atol,
-            rtol=report.rtol, all_analytic=analytic if key in analytic else None,
-            all_numerical=numerical, pair=key, values=values, in_labels=p.labels)
+            rtol=report.rtol,
+            all_analytic=analytic[p.mode] if key in analytic[p.mode] else None,
+            all_numerical=numerical[p.mode], pair=key, values=values, in_labels=p.labels)
         for f in p.findings:
             if f.pattern == "swapped inputs" and "vice versa" in f.message:
                 swap = (p.output_index, frozenset((p.input_index, f.details["other"])))
@@ -216,14 +227,17 @@ def _diagnose(report, fn, inputs, diff, dirs, structure, seconds):
         report.findings.append((None, None, f))
 
 
-def gradcheck(fn, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True,
-              structure=None, fast_mode=False, progress=None, plot=None, return_report=False):
-    """Check the gradients of ``fn`` at ``inputs`` against central finite differences.
+def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True,
+              nondet_tol=0.0, check_undefined_grad=True, check_grad_dtypes=False,
+              check_batched_grad=False, check_batched_forward_grad=False,
+              check_forward_ad=False, check_backward_ad=True, fast_mode=False, masked=None,
+              structure=None, progress=None, plot=None, return_report=False):
+    """Check the gradients of ``func`` at ``inputs`` against central finite differences.
 
     Parameters
     ----------
-    fn : callable
-        ``fn(*inputs) -> Tensor or tuple of Tensors``.
+    func : callable
+        ``func(*inputs) -> Tensor or tuple of Tensors``.
     inputs : Tensor or tuple
         Inputs; those with ``requires_grad=True`` are checked (use float64: float32 has too
         little precision for finite differences, and a warning says so).
@@ -241,6 +255,21 @@ def gradcheck(fn, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=Tru
         has one column per direction ``D`` of the structure and the analytic one is
         projected on them (``<J^T u, D>``), so a function of a symmetric matrix that reads
         one triangle (``chainrule.linalg.cholesky``, ``eigvalsh``) checks cleanly.
+    check_backward_ad, check_forward_ad : bool
+        Which analytic Jacobians are compared with the numerical one: from VJPs (reverse
+        mode, default) and from JVPs (forward mode; a wrong ``jvp`` gets the same
+        diagnosis as a wrong ``backward``). At least one must be True.
+    nondet_tol : float
+        Run backward twice on one graph; their Jacobians may differ by this much.
+    check_undefined_grad : bool
+        A custom Function's backward given no cotangent (None) must return None or zeros.
+    check_batched_grad, check_batched_forward_grad : bool
+        One pass for a batch of one-hot cotangents (tangents) must agree with one pass per
+        row (column).
+    check_grad_dtypes : bool
+        Gradients must have their input's dtype.
+    masked : None
+        Accepted for PyTorch compatibility (sparse masked semantics; no sparse tensors here).
     fast_mode : bool
         Check one random projection ``u^T J v`` per input (one VJP for all inputs and two
         evaluations per input) instead of the full Jacobians; if it fails, run the full
@@ -270,11 +299,20 @@ def gradcheck(fn, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=Tru
     ValueError
         No input requires grad, or a ``structure`` does not fit its input.
     """
+    fn = func
     inputs = _tuple(inputs)
     diff = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x._requires_grad]
     if not diff:
         raise ValueError("gradcheck: no input requires grad; set requires_grad=True on the "
                          "inputs to check")
+    if not (check_forward_ad or check_backward_ad):
+        raise ValueError("gradcheck: Expected at least one of check_forward_ad or "
+                         "check_backward_ad to be True")
+    if masked:
+        raise NotImplementedError("gradcheck: masked=True (sparse masked semantics) is not "
+                                  "supported: chainrule has no sparse tensors")
+    modes = tuple(m for m, on in (("backward", check_backward_ad),
+                                  ("forward", check_forward_ad)) if on)
     for i in diff:
         if inputs[i].dtype != np.float64:
             warnings.warn(
@@ -285,7 +323,7 @@ def gradcheck(fn, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=Tru
     notes = [f"input {i} checked along {d.size} {d.structure} directions"
              for i, d in dirs.items() if d.structure]
     fast_failed = []
-    if fast_mode:
+    if fast_mode and modes == ("backward",):
         results = _fast(fn, inputs, diff, dirs, eps, atol, rtol)
         fast_failed = [r for r in results if not r[4]]
         if not fast_failed:
@@ -298,10 +336,17 @@ def gradcheck(fn, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=Tru
         for i, a, n, tol, _ in fast_failed:
             notes.append(f"fast mode: u^T J v differs for input {i} (analytic {a:.6g}, "
                          f"numerical {n:.6g}, tolerance {tol:.3g}); the full check locates it")
-    pairs, seconds = _compare(fn, inputs, diff, dirs, eps, atol, rtol, progress)
+    pairs, seconds = _compare(fn, inputs, diff, dirs, eps, atol, rtol, progress, modes=modes)
     report = GradcheckReport(all(p.passed for p in pairs), name, pairs, eps, atol, rtol,
                              notes=notes)
     if report.passed:
+        failure = _more_checks(fn, inputs, diff, atol, rtol, check_backward_ad, nondet_tol,
+                               check_undefined_grad, check_grad_dtypes, check_batched_grad,
+                               check_batched_forward_grad and check_forward_ad)
+        if failure is not None:
+            if not raise_exception:
+                return False
+            raise GradcheckError(f"gradcheck failed for {name}: {failure}")
         if fast_failed:
             warnings.warn("gradcheck: the fast-mode projection disagreed but the full check "
                           "passes (an error just outside the tolerances?)", stacklevel=2)
@@ -325,8 +370,39 @@ def gradcheck(fn, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=Tru
     raise error
 
 
-def gradgradcheck(fn, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e-3,
-                  raise_exception=True, **kwargs):
+def _more_checks(fn, inputs, diff, atol, rtol, backward, nondet_tol, undefined, dtypes,
+                 batched_grad, batched_forward):
+    """The checks after the Jacobians agree (see :mod:`._gradcheck_more`): the text of the
+    first failure, or None."""
+    checks = []
+    if backward:
+        checks.append(lambda: _more.reentrant(fn, inputs, diff, nondet_tol))
+        if undefined:
+            checks.append(lambda: _more.undefined_grad(fn, inputs))
+        if dtypes:
+            checks.append(lambda: _more.grad_dtypes(fn, inputs, diff))
+        if batched_grad:
+            checks.append(lambda: _more.batched(fn, inputs, diff, atol, rtol, forward=False))
+    if batched_forward:
+        checks.append(lambda: _more.batched(fn, inputs, diff, atol, rtol, forward=True))
+    for check in checks:
+        failure = check()
+        if failure is not None:
+            return failure
+    return None
+
+
+def _leaf_like(x):
+    """``x`` as a leaf that requires grad; a dual (made by the forward-mode check for this
+    call) is marked in place, so it keeps its tangent."""
+    if _dual.tangent_of(x) is not None:
+        return x.requires_grad_(True)
+    return x.detach().requires_grad_(True)
+
+
+def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e-3,
+                  gen_non_contig_grad_outputs=False, raise_exception=True,
+                  check_fwd_over_rev=False, check_rev_over_rev=True, **kwargs):
     """Check second derivatives: gradcheck of the map (inputs, u) -> VJP(u) of ``fn``.
 
     The VJP is computed with ``create_graph=True``, so its analytic Jacobian comes from
@@ -336,13 +412,17 @@ def gradgradcheck(fn, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e
 
     Parameters
     ----------
-    fn, inputs, eps, atol, rtol, raise_exception
+    func, inputs, eps, atol, rtol, raise_exception
         As for :func:`gradcheck`.
     grad_outputs : sequence, optional
         The cotangents.
+    check_rev_over_rev, check_fwd_over_rev : bool
+        Differentiate the VJP with reverse mode (default) and/or forward mode.
+    gen_non_contig_grad_outputs : bool
+        Accepted for PyTorch compatibility (arrays here have no strides to vary).
     **kwargs
         Passed to :func:`gradcheck` (``structure``, ``fast_mode``, ``progress``, ``plot``,
-        ``return_report``).
+        ``return_report``, ``nondet_tol``, ``check_undefined_grad``, ...).
 
     Returns
     -------
@@ -353,6 +433,7 @@ def gradgradcheck(fn, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e
     """
     from ._grad import grad
 
+    fn = func
     inputs = _tuple(inputs)
     diff = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x._requires_grad]
     outputs = [o for o in _outputs(fn, inputs) if isinstance(o, Tensor) and o._requires_grad]
@@ -366,10 +447,11 @@ def gradgradcheck(fn, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e
     n = len(inputs)
 
     def vjp(*args):
-        # The numerical Jacobian calls this under no_grad with perturbed copies: make them
-        # leaves that require grad, so the inner VJP exists.
+        # The numerical Jacobian calls this under no_grad with perturbed copies, and the
+        # forward-mode check with duals: make them leaves that require grad, so the inner
+        # VJP exists (a dual keeps its tangent: forward over reverse).
         with _state.enable_grad():
-            xs = [x.detach().requires_grad_(True) if i in diff and not x._requires_grad else x
+            xs = [_leaf_like(x) if i in diff and not x._requires_grad else x
                   for i, x in enumerate(args[:n])]
             us = args[n:]
             ys = [o for o in _outputs(fn, xs) if isinstance(o, Tensor) and o._requires_grad]
@@ -378,4 +460,5 @@ def gradgradcheck(fn, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e
 
     vjp.__qualname__ = f"the VJP of {_fn_name(fn)}"
     return gradcheck(vjp, tuple(inputs) + tuple(cotangents), eps=eps, atol=atol, rtol=rtol,
-                     raise_exception=raise_exception, **kwargs)
+                     raise_exception=raise_exception, check_backward_ad=check_rev_over_rev,
+                     check_forward_ad=check_fwd_over_rev, **kwargs)

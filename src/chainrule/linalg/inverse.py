@@ -44,7 +44,7 @@ from ._common import (
 )
 from ._errors import LinAlgError
 
-__all__ = [ "LinAlgError","inv", "det", "slogdet", "logdet", "matrix_power"]
+__all__ = ["LinAlgError", "inv", "det", "slogdet", "logdet", "matrix_power"]
 
 
 slogdet_return = collections.namedtuple("linalg_slogdet", ["sign", "logabsdet"])
