@@ -27,6 +27,13 @@ from ..backend import dtype_kind
 from . import anomaly
 
 
+def _only_tensors(method, tensors):
+    for i, t in enumerate(tensors):
+        if t is not None and not isinstance(t, Tensor):
+            raise TypeError(f"{method} can only save tensors or None, but argument {i} is a "
+                            f"{type(t).__name__}; store other values as ctx attributes")
+
+
 class FunctionCtx:
     """The ``ctx`` object passed to ``forward`` and ``backward``.
 
@@ -51,22 +58,14 @@ class FunctionCtx:
     def save_for_backward(self, *tensors):
         """Save tensors (or None) for backward; read them back through ``saved_tensors``.
         Changing a saved tensor in place before backward is detected there."""
-        for i, t in enumerate(tensors):
-            if t is not None and not isinstance(t, Tensor):
-                raise TypeError(f"save_for_backward can only save tensors or None, but argument "
-                                f"{i} is a {type(t).__name__}; store other values as ctx "
-                                "attributes")
+        _only_tensors("save_for_backward", tensors)
         self._saved = tensors
         self._versions = tuple(None if t is None else (t._vc, t._vc[0]) for t in tensors)
 
     def save_for_forward(self, *tensors):
         """Save tensors (or None) for ``jvp``; inside ``jvp``, ``saved_tensors`` gives them
         back (as in PyTorch)."""
-        for i, t in enumerate(tensors):
-            if t is not None and not isinstance(t, Tensor):
-                raise TypeError(f"save_for_forward can only save tensors or None, but "
-                                f"argument {i} is a {type(t).__name__}; store other values "
-                                "as ctx attributes")
+        _only_tensors("save_for_forward", tensors)
         self._saved_forward = tensors
 
     @property
