@@ -172,3 +172,102 @@ def test_nested_forward_mode_transforms_raise_instead_of_a_wrong_answer():
         F.jacfwd(g)(x)
     with pytest.raises(NotImplementedError, match="reverse-mode transform"):
         F.jacrev(g)(x)
+
+
+# --- vmap, linearize, and torch.func's keywords ------------------------------------------
+
+
+def test_vmap_per_sample_gradients_and_composition():
+    from chainrule.func import grad, jacrev, vmap
+
+    rng = np.random.default_rng(3)
+    X, y, w = rng.standard_normal((6, 3)), rng.standard_normal(6), rng.standard_normal(3)
+
+    def loss(w, x, t):  # one sample's squared error
+        return (x @ w - t) ** 2
+
+    g = vmap(grad(loss), in_dims=(None, 0, 0))(cr.tensor(w), cr.tensor(X), cr.tensor(y))
+    np.testing.assert_allclose(g.numpy(), 2 * (X @ w - y)[:, None] * X)  # d/dw (x.w - t)^2
+    A = rng.standard_normal((2, 4, 3))
+    np.testing.assert_allclose(vmap(vmap(lambda a: a.sin()))(cr.tensor(A)).numpy(), np.sin(A))
+    assert vmap(lambda a: a.sum(), in_dims=-1)(cr.tensor(A)).shape == (3,)
+    assert vmap(lambda a: a * 2, out_dims=1)(cr.tensor(X)).shape == (3, 6)
+    out = vmap(lambda d: {"s": d["a"] + d["b"]}, in_dims=({"a": 0, "b": None},))(
+        {"a": cr.tensor(X), "b": cr.tensor(w)})
+    np.testing.assert_allclose(out["s"].numpy(), X + w)
+    # reverse mode through vmap, and vmap inside jacrev
+    x = cr.tensor(X, requires_grad=True)
+    vmap(lambda a: (a * a).sum())(x).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), 2 * X)
+    J = jacrev(vmap(lambda a: a.sin()))(cr.tensor(w))
+    np.testing.assert_allclose(J.numpy(), np.diag(np.cos(w)))
+
+
+def test_vmap_errors_and_randomness():
+    from chainrule.func import vmap
+
+    X = cr.tensor(np.ones((4, 3)))
+    with pytest.raises(ValueError, match="same size in the mapped dimension"):
+        vmap(lambda a, b: a + b)(X, cr.ones(5, 3))
+    with pytest.raises(ValueError, match="at least one input must be mapped"):
+        vmap(lambda a: a, in_dims=None)(X)
+    with pytest.raises(ValueError, match="in_dim 2 is out of range"):
+        vmap(lambda a: a, in_dims=2)(X)
+    with pytest.raises(RuntimeError, match="randomness error mode"):
+        vmap(lambda a: a + cr.randn(3))(X)
+    same = vmap(lambda a: cr.randn(3), randomness="same")(X).numpy()
+    assert np.all(same == same[0])
+    different = vmap(lambda a: cr.randn(3), randomness="different")(X).numpy()
+    assert not np.all(different == different[0])
+
+
+def test_linearize_chunked_jacrev_and_strict():
+    from chainrule.autograd import functional as AF
+    from chainrule.func import jacrev, linearize
+
+    w = np.array([0.2, -1.0, 2.5])
+    out, jvp_fn = linearize(lambda a: a.sin(), cr.tensor(w))
+    np.testing.assert_allclose(out.numpy(), np.sin(w))
+    np.testing.assert_allclose(jvp_fn(cr.tensor([1.0, 2.0, 3.0])).numpy(),
+                               np.cos(w) * [1.0, 2.0, 3.0])
+    x = cr.tensor(np.arange(7.0))
+    np.testing.assert_allclose(jacrev(lambda a: a.sin(), chunk_size=3)(x).numpy(),
+                               np.diag(np.cos(np.arange(7.0))))
+    with pytest.raises(RuntimeError, match="independent of input 1"):
+        AF.jvp(lambda a, b: a * 2, (x, x), (x, x), strict=True)
+    np.testing.assert_allclose(AF.jvp(lambda a, b: a * 2, (x, x), (x, x))[1].numpy(),
+                               2 * np.arange(7.0))
+
+
+def test_transforms_run_in_threads_at_once():
+    import threading
+
+    from chainrule.func import jacfwd
+
+    results, errors = [], []
+
+    def work(seed):
+        try:
+            a = np.random.default_rng(seed).standard_normal(20)
+            for _ in range(10):
+                J = jacfwd(lambda t: (t * t).sin())(cr.tensor(a))
+            results.append(np.allclose(J.numpy(), np.diag(2 * a * np.cos(a * a))))
+        except Exception as err:  # collected: the assertion below shows it
+            errors.append(repr(err))
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [] and results == [True] * 4
+
+
+def test_unpack_dual_gives_back_the_tangent_tensor():
+    from chainrule.autograd import forward_ad as fwAD
+
+    p, t = cr.randn(3), cr.randn(3)
+    with fwAD.dual_level():
+        d = fwAD.make_dual(p, t)
+        assert fwAD.unpack_dual(d).tangent is t
+        np.testing.assert_allclose(fwAD.unpack_dual(d * 2).tangent.numpy(), 2 * t.numpy())

@@ -477,10 +477,20 @@ def _dask():
         except (NotImplementedError, ValueError):
             return xp.reshape(xp.reshape(x, (-1,), **kwargs), shape, **kwargs)
 
+    chunked_broadcast = _chunked_broadcast(xp)
+
+    def broadcast_to(x, /, shape):
+        """A :class:`ChunkedShape` (a cotangent broadcast back by a recorded rule, with
+        create_graph) gives the chunks of the new and stretched dims."""
+        if shape.__class__ is ChunkedShape:
+            return chunked_broadcast(x, shape)
+        return xp.broadcast_to(x, shape)
+
     providers = {
         # scipy's ufuncs act on Dask arrays lazily, chunk by chunk (__array_ufunc__)
         "expit": special.expit, "erf": special.erf,
         "einsum": da.einsum, "swapaxes": da.swapaxes, "reshape": reshape,
+        "broadcast_to": broadcast_to,
     }
 
     def to_numpy(a):

@@ -21,7 +21,8 @@ from ._tensor import Tensor, wrap
 from .autograd import forward_ad as fwAD
 from .autograd import grad as _autograd_grad
 
-__all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "hvp"]
+__all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "hvp", "vmap",
+           "linearize"]
 
 
 def _as_tensor(x):
@@ -257,14 +258,19 @@ def _one_hot_batches(shapes, dtypes):
     return batches, sizes
 
 
-def jacrev(func, argnums=0, *, has_aux=False):
+def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_copy=False):
     """``f -> J f`` by reverse mode. For an output leaf of shape ``O`` and an input leaf of
     shape ``I`` the Jacobian block has shape ``O + I``; the result has the output's pytree
     structure (with a tuple per leaf when ``argnums`` is a tuple).
 
-    All rows come from one backward pass with a batch of one-hot cotangents.
+    All rows come from one backward pass with a batch of one-hot cotangents; with
+    ``chunk_size``, from one pass per chunk of that many rows (less memory).
     """
     from .autograd.batched import vjp_rows
+
+    if chunk_size is not None and (not isinstance(chunk_size, int) or chunk_size < 1):
+        raise ValueError(f"jacrev: chunk_size should be None or a positive int, got "
+                         f"{chunk_size!r}")
 
     def wrapper(*args, **kwargs):
         with _state.enable_grad():
@@ -281,8 +287,17 @@ def jacrev(func, argnums=0, *, has_aux=False):
             rows = _recorded_rows(outs, inputs, cots)
         else:
             live = [i for i, o in enumerate(outs) if o.requires_grad]
-            rows = vjp_rows([outs[i] for i in live], inputs, [cots[i] for i in live]) \
-                if live else [np.zeros((sum(sizes),) + v.shape) for v in inputs]
+            if not live:
+                rows = [np.zeros((sum(sizes),) + v.shape) for v in inputs]
+            elif chunk_size is None or chunk_size >= sum(sizes):
+                rows = vjp_rows([outs[i] for i in live], inputs, [cots[i] for i in live])
+            else:
+                dense = [np.asarray(cots[i]) for i in live]
+                parts = [vjp_rows([outs[i] for i in live], inputs,
+                                  [c[s:s + chunk_size] for c in dense])
+                         for s in range(0, sum(sizes), chunk_size)]
+                rows = [np.concatenate([np.asarray(p[k]) for p in parts])
+                        for k in range(len(inputs))]
             rows = [wrap(np.asarray(r)) for r in rows]
         blocks = []
         start = 0
@@ -320,10 +335,16 @@ def _recorded_rows(outs, inputs, cots):
         return [stack(acc) for acc in rows]
 
 
-def jacfwd(func, argnums=0, *, has_aux=False):
+def jacfwd(func, argnums=0, *, has_aux=False, randomness="error"):
     """``f -> J f`` by forward mode, with the same layout as :func:`jacrev`. All columns
-    come from one forward pass with a batch of one-hot tangents."""
+    come from one forward pass with a batch of one-hot tangents. ``randomness`` as in
+    :func:`vmap` ("error", "different", "same"): the columns share one evaluation of
+    ``func``, so its random draws are the same for every column whatever the choice."""
     from .autograd.batched import jvp_columns
+
+    if randomness not in ("error", "different", "same"):
+        raise ValueError(f"jacfwd: randomness must be 'error', 'different' or 'same', got "
+                         f"{randomness!r}")
 
     def wrapper(*args, **kwargs):
         args = list(args)
@@ -385,3 +406,142 @@ def hvp(func, primals, tangents):
     """
     return jvp(grad(func, argnums=tuple(range(len(primals)))), tuple(primals),
                tuple(tangents))
+
+
+# --- vmap and linearize ------------------------------------------------------------------
+
+
+def _dims_for(dims, tree, what):
+    """The mapped dim of each leaf of ``tree``: ``dims`` is an int or None for all of them,
+    or a structure matching ``tree`` (a prefix of it, as torch.func's in_dims)."""
+    if dims is None or isinstance(dims, int):
+        return [dims] * len(tree_flatten(tree)[0])
+    if isinstance(dims, (tuple, list)) and isinstance(tree, (tuple, list)) \
+            and len(dims) == len(tree):
+        return [d for sub_d, sub_t in zip(dims, tree) for d in _dims_for(sub_d, sub_t, what)]
+    if isinstance(dims, dict) and isinstance(tree, dict) and set(dims) == set(tree):
+        return [d for k in tree for d in _dims_for(dims[k], tree[k], what)]
+    raise ValueError(f"vmap: {what}={dims!r} does not match the structure of the "
+                     f"{'inputs' if what == 'in_dims' else 'outputs'} ({_describe(tree)})")
+
+
+def _describe(tree):
+    if isinstance(tree, (tuple, list)):
+        return f"{type(tree).__name__} of {len(tree)}"
+    if isinstance(tree, dict):
+        return f"dict with keys {list(tree)}"
+    return type(tree).__name__
+
+
+class _NoRandomness:
+    """Stands for the random generator inside vmap(randomness="error")."""
+
+    def __getattr__(self, name):
+        raise RuntimeError("vmap: called random operation while in randomness error mode. "
+                           "Please either use the 'same' or 'different' randomness flags on "
+                           "vmap or perform the randomness operation out of vmap")
+
+
+def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
+    """``func`` mapped over a batch dimension of its inputs, as ``torch.func.vmap``.
+
+    ``in_dims`` (an int, None for an unmapped input, or a structure of them matching the
+    positional arguments) says which dim of each input is the batch; ``out_dims`` where the
+    batch goes in each output. Negative dims count from the end. Inputs and outputs may be
+    pytrees of tensors. ``randomness``: ``"error"`` (random ops inside raise),
+    ``"different"`` (each sample draws its own) or ``"same"`` (every sample draws the same
+    values). ``chunk_size`` is accepted for compatibility.
+
+    It composes with every transform in any order and depth (``vmap(grad(f))`` gives
+    per-sample gradients, ``vmap(vmap(f))``, ``jacrev(vmap(f))``, ...), and gradients flow
+    through it. This version evaluates ``func`` once per sample (slices in, a stack out):
+    every op and custom Function works, at the cost of one call per sample.
+
+    Raises
+    ------
+    ValueError
+        No input is mapped, mapped inputs disagree on the batch size, a dim is out of
+        range, or ``in_dims`` / ``out_dims`` do not match the structure.
+    """
+    from . import _creation
+    from .ops import stack
+
+    if randomness not in ("error", "different", "same"):
+        raise ValueError(f"vmap: randomness must be 'error', 'different' or 'same', got "
+                         f"{randomness!r}")
+    if chunk_size is not None and (not isinstance(chunk_size, int) or chunk_size < 1):
+        raise ValueError(f"vmap: chunk_size should be None or a positive int, got "
+                         f"{chunk_size!r}")
+
+    def wrapped(*args, **kwargs):
+        dims_spec = in_dims if isinstance(in_dims, (tuple, list, dict)) else (in_dims,) * len(args)
+        if isinstance(in_dims, (tuple, list)) and len(in_dims) != len(args):
+            raise ValueError(f"vmap: in_dims has {len(in_dims)} entries but func got "
+                             f"{len(args)} positional arguments")
+        leaves, spec = tree_flatten(tuple(args))
+        dims = _dims_for(tuple(dims_spec), tuple(args), "in_dims")
+        sizes = []
+        for k, (x, d) in enumerate(zip(leaves, dims)):
+            if d is None:
+                continue
+            if not isinstance(x, Tensor):
+                raise ValueError(f"vmap: in_dims maps argument leaf {k}, a "
+                                 f"{type(x).__name__}; only Tensors can be mapped (use None)")
+            if not -x.ndim <= d < x.ndim:
+                raise ValueError(f"vmap: in_dim {d} is out of range for input leaf {k} of "
+                                 f"shape {tuple(x.shape)}")
+            sizes.append(x.shape[d])
+        if not sizes:
+            raise ValueError("vmap: at least one input must be mapped over (in_dims are all "
+                             "None)")
+        if len(set(sizes)) != 1:
+            raise ValueError(f"vmap: Expected all tensors to have the same size in the mapped "
+                             f"dimension, got sizes {sizes} for the mapped dimension")
+        B = sizes[0]
+        saved = _creation.default_generator
+        state = saved.bit_generator.state if randomness == "same" else None
+        if randomness == "error":
+            _creation.default_generator = _NoRandomness()
+        results = []
+        try:
+            for b in range(B):
+                if state is not None:
+                    saved.bit_generator.state = state
+                sample = [x if d is None else x[(slice(None),) * (d % x.ndim) + (b,)]
+                          for x, d in zip(leaves, dims)]
+                results.append(func(*tree_unflatten(sample, spec), **kwargs))
+        finally:
+            _creation.default_generator = saved
+        outs, out_spec = tree_flatten(results[0])
+        per_sample = [tree_flatten(r)[0] for r in results]
+        odims = _dims_for(out_dims, results[0], "out_dims")
+        stacked = []
+        for k, (o, d) in enumerate(zip(outs, odims)):
+            if not isinstance(o, Tensor):
+                raise ValueError(f"vmap: func must only return Tensors, got a "
+                                 f"{type(o).__name__} as output leaf {k}")
+            if d is None:
+                stacked.append(o)
+                continue
+            if not -(o.ndim + 1) <= d <= o.ndim:
+                raise ValueError(f"vmap: out_dim {d} is out of range for output leaf {k} "
+                                 f"with {o.ndim} dims")
+            stacked.append(stack([p[k] for p in per_sample], d % (o.ndim + 1)))
+        return tree_unflatten(stacked, out_spec)
+
+    return wrapped
+
+
+def linearize(func, *primals):
+    """``(func(*primals), jvp_fn)``, as ``torch.func.linearize``: ``jvp_fn(*tangents)``
+    returns the Jacobian-vector product at ``primals`` (by forward mode, one evaluation of
+    ``func`` per call)."""
+    out = func(*primals)
+
+    def jvp_fn(*tangents):
+        if len(tangents) != len(primals):
+            raise RuntimeError(f"linearize: jvp_fn expected {len(primals)} tangents (one per "
+                               f"primal), got {len(tangents)}")
+        return jvp(func, primals, tangents)[1]
+
+    return _detach_tree(out, False), jvp_fn

@@ -85,7 +85,12 @@ def make_dual(tensor, tangent, *, level=None):
                            f"primal has shape {tuple(tensor.shape)}; they must match")
     check_grad_dtype(t.dtype, "tangent")
     dual = _plain_view(tensor)
-    if data.__class__ is np.ndarray:
+    if isinstance(tangent, Tensor) and t.__class__ is data.__class__ and t.dtype == data.dtype:
+        # no copy needed: the dual carries the tangent tensor itself, and unpack_dual gives
+        # that very tensor back (as in PyTorch's forward-AD tutorial)
+        set_tangent(dual, t)
+        dual._extra_set("tangent_tensor", tangent)
+    elif data.__class__ is np.ndarray:
         set_tangent(dual, np.array(t, dtype=tensor.dtype))
     else:  # on the primal's backend (a tangent of another backend raises there)
         set_tangent(dual, backend_of(data).xp.astype(t, data.dtype, copy=True))
@@ -106,7 +111,11 @@ def unpack_dual(tensor, *, level=None):
     """``(primal, tangent)`` of ``tensor``: a view without the tangent, and the tangent as
     a Tensor (None when ``tensor`` carries none at the active level)."""
     t = tangent_of(tensor)
-    return UnpackedDualTensor(_plain_view(tensor), None if t is None else wrap(t))
+    if t is None:
+        return UnpackedDualTensor(_plain_view(tensor), None)
+    given = tensor._extra.get("tangent_tensor")
+    return UnpackedDualTensor(_plain_view(tensor),
+                              given if given is not None and given._data is t else wrap(t))
 
 
 def _tangent(op, inputs, datas, attrs, out, result):

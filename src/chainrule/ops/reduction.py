@@ -2,6 +2,9 @@
 
 Each VJP first puts the reduced dimensions back (``_unreduce``: reshape to the keepdim
 shape, then broadcast to the input shape), so the rules read as the textbook formulas.
+The VJPs take the input's shape from the saved ``self_shape`` (never ``self.shape``): on a
+lazy backend it carries the input's chunks (:class:`chainrule.backend.ChunkedShape`), so
+the cotangent is broadcast back in those chunks and Dask has nothing to rechunk.
 """
 
 from __future__ import annotations
@@ -82,16 +85,17 @@ MEAN = defop(
 )
 
 
-def _prod_vjp(F, g, self, out, dim, keepdim):
-    gk = _unreduce(F, g, self.shape, dim, keepdim)
+def _prod_vjp(F, g, self, out, dim, keepdim, self_shape):
+    gk = _unreduce(F, g, self_shape, dim, keepdim)
     if not F.maybe_any(self == 0):
-        return gk * _unreduce(F, out, self.shape, dim, keepdim) / self
+        return gk * _unreduce(F, out, self_shape, dim, keepdim) / self
     # With zeros, x_i^-1 prod(x) is undefined: use the product of the other entries.
     return gk * F.prod_others(self, dim)
 
 
-def _prod_jvp(F, t, self, out, dim, keepdim):
-    return F.sum(t * _prod_vjp(F, F.ones_like(out), self, out, dim, keepdim), dim, keepdim)
+def _prod_jvp(F, t, self, out, dim, keepdim, self_shape):
+    return F.sum(t * _prod_vjp(F, F.ones_like(out), self, out, dim, keepdim, self_shape),
+                 dim, keepdim)
 
 
 PROD = defop(
@@ -105,9 +109,9 @@ PROD = defop(
 )
 
 
-def _select_mask(F, self, out, dim, keepdim):
+def _select_mask(F, self, out, dim, keepdim, self_shape):
     """Entries equal to the reduced extreme, each weighted 1/count (ties split evenly)."""
-    mask = F.cast(self == _unreduce(F, out, self.shape, dim, keepdim), self.dtype)
+    mask = F.cast(self == _unreduce(F, out, self_shape, dim, keepdim), self.dtype)
     return mask / F.sum(mask, dim, True)  # in x's dtype: float32 stays float32
 
 
@@ -117,10 +121,11 @@ def _extreme(name, kernel, word):
         name, xp_kernel(lambda xp, x, dim, keepdim: getattr(xp, kernel)(
             x, axis=dim, keepdims=keepdim)), ("self",),
         attrs=("dim", "keepdim"),
-        vjp={"self": lambda F, g, self, out, dim, keepdim: _unreduce(
-            F, g, self.shape, dim, keepdim) * _select_mask(F, self, out, dim, keepdim)},
-        jvp={"self": lambda F, t, self, out, dim, keepdim:
-             F.sum(t * _select_mask(F, self, out, dim, keepdim), dim, keepdim)},
+        vjp={"self": lambda F, g, self, out, dim, keepdim, self_shape: _unreduce(
+            F, g, self_shape, dim, keepdim) * _select_mask(F, self, out, dim, keepdim,
+                                                            self_shape)},
+        jvp={"self": lambda F, t, self, out, dim, keepdim, self_shape:
+             F.sum(t * _select_mask(F, self, out, dim, keepdim, self_shape), dim, keepdim)},
         math={"self": f"grad_x = expand(grad) * [x == {word}] / #ties",
               "out": f"dy = mean of dx over the {word}imal entries"},
         source=f"subgradient of {word}; ties share evenly (PyTorch's {name}_backward)",
@@ -184,8 +189,8 @@ VAR = defop(
     "var", xp_kernel(lambda xp, x, dim, correction, keepdim: xp.var(
         x, axis=dim, correction=correction, keepdims=keepdim)),
     ("self",), attrs=("dim", "correction", "keepdim"),
-    vjp={"self": lambda F, g, self, dim, correction, keepdim:
-         _unreduce(F, g, self.shape, dim, keepdim) * (2.0 * _inv_dof(self.shape, dim,
+    vjp={"self": lambda F, g, self, dim, correction, keepdim, self_shape:
+         _unreduce(F, g, self_shape, dim, keepdim) * (2.0 * _inv_dof(self_shape, dim,
                                                                        correction))
          * _centered(F, self, dim)},
     jvp={"self": lambda F, t, self, dim, correction, keepdim:
@@ -205,11 +210,11 @@ def _inv_dof(shape, dim, correction):
     return 1.0 / dof if dof else math.inf
 
 
-def _std_vjp(F, g, self, out, dim, correction, keepdim):
+def _std_vjp(F, g, self, out, dim, correction, keepdim, self_shape):
     safe = F.where(out == 0, 1.0, out)
     scale = F.where(out == 0, 0.0, g / safe)
-    return (_unreduce(F, scale, self.shape, dim, keepdim) * _centered(F, self, dim)
-            * _inv_dof(self.shape, dim, correction))
+    return (_unreduce(F, scale, self_shape, dim, keepdim) * _centered(F, self, dim)
+            * _inv_dof(self_shape, dim, correction))
 
 
 def _std_jvp(F, t, self, out, dim, correction, keepdim):
@@ -237,17 +242,18 @@ def _logsumexp(xp, x, dim, keepdim):
     return s + xp.reshape(m, s.shape)
 
 
-def _lse_weights(F, self, out, dim, keepdim):
-    return F.exp(self - _unreduce(F, out, self.shape, dim, keepdim))
+def _lse_weights(F, self, out, dim, keepdim, self_shape):
+    return F.exp(self - _unreduce(F, out, self_shape, dim, keepdim))
 
 
 LOGSUMEXP = defop(
     "logsumexp", xp_kernel(_logsumexp),
     ("self",), attrs=("dim", "keepdim"),
-    vjp={"self": lambda F, g, self, out, dim, keepdim:
-         _unreduce(F, g, self.shape, dim, keepdim) * _lse_weights(F, self, out, dim, keepdim)},
-    jvp={"self": lambda F, t, self, out, dim, keepdim:
-         F.sum(t * _lse_weights(F, self, out, dim, keepdim), dim, keepdim)},
+    vjp={"self": lambda F, g, self, out, dim, keepdim, self_shape:
+         _unreduce(F, g, self_shape, dim, keepdim)
+         * _lse_weights(F, self, out, dim, keepdim, self_shape)},
+    jvp={"self": lambda F, t, self, out, dim, keepdim, self_shape:
+         F.sum(t * _lse_weights(F, self, out, dim, keepdim, self_shape), dim, keepdim)},
     math={"self": "grad_x = grad * softmax(x) = grad * exp(x - y)",
           "out": "dy = sum(softmax(x) dx)"},
     source="derivative of log sum exp: the softmax weights",
@@ -289,14 +295,14 @@ def _vector_norm_dx(F, self, out, ord, dim, keepdim):
     return F.where((out == 0) | (self == 0), 0.0, value)
 
 
-def _norm_vjp(F, g, self, out, ord, dim, keepdim):
-    outk = _unreduce(F, out, self.shape, dim, keepdim)
-    return _unreduce(F, g, self.shape, dim, keepdim) * _vector_norm_dx(F, self, outk, ord,
+def _norm_vjp(F, g, self, out, ord, dim, keepdim, self_shape):
+    outk = _unreduce(F, out, self_shape, dim, keepdim)
+    return _unreduce(F, g, self_shape, dim, keepdim) * _vector_norm_dx(F, self, outk, ord,
                                                                         dim, keepdim)
 
 
-def _norm_jvp(F, t, self, out, ord, dim, keepdim):
-    outk = _unreduce(F, out, self.shape, dim, keepdim)
+def _norm_jvp(F, t, self, out, ord, dim, keepdim, self_shape):
+    outk = _unreduce(F, out, self_shape, dim, keepdim)
     return F.sum(t * _vector_norm_dx(F, self, outk, ord, dim, keepdim), dim, keepdim)
 
 

@@ -13,7 +13,7 @@ import numpy as np
 from .._dispatch import ShapeError, apply
 from .._table import defop, documented
 from .._tensor import Tensor
-from ..backend import backend_of, xp_kernel
+from ..backend import ChunkedShape, backend_of, xp_kernel
 from ._dims import DimensionError, wrap_dim, wrap_dims
 
 __all__ = ["reshape", "view", "flatten", "transpose", "swapaxes", "t", "permute", "squeeze",
@@ -210,7 +210,9 @@ def expand(input, *sizes):
 
 def broadcast_to(input, shape):
     """Broadcast to ``shape`` (NumPy rules) without copying."""
-    return apply(EXPAND, (input,), (tuple(shape),))
+    if shape.__class__ is not ChunkedShape:  # a rule's shape keeps its chunks (create_graph)
+        shape = tuple(shape)
+    return apply(EXPAND, (input,), (shape,))
 
 
 def _dtype(tangents):
