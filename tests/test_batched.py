@@ -448,3 +448,35 @@ def test_diag_batched_matches_its_materialized_rows():
         assert np.allclose(np.asarray(fast), np.asarray(slow))
     assert isinstance(seed * u, DiagBatched)  # stayed structured
     assert not isinstance(seed + u, DiagBatched)  # adding breaks the zeros: materialized
+
+
+@pytest.mark.parametrize("sample", SAMPLES, ids=[s.id for s in SAMPLES])
+def test_vmap_over_a_batch_of_samples_equals_each_sample(sample):
+    # vmap(f) on the sample's array inputs stacked along a new dim 0 (two copies) equals f
+    # on each, and the gradient flows back through vmap to the stacked inputs
+    from chainrule.func import vmap
+
+    arrays = [i for i, x in enumerate(sample.inputs) if isinstance(x, np.ndarray)]
+    if not arrays:
+        pytest.skip("no array input to map over")
+    stacked = [cr.tensor(np.stack([x, x]), requires_grad=True) if i in arrays else x
+               for i, x in enumerate(sample.inputs)]
+    in_dims = tuple(0 if i in arrays else None for i in range(len(stacked)))
+    out = vmap(lambda *a: _float_outputs(sample.fn(*a)), in_dims=in_dims)(*stacked)
+    single = _float_outputs(sample.fn(*[cr.tensor(x) if i in arrays else x
+                                        for i, x in enumerate(sample.inputs)]))
+    assert len(out) == len(single)
+    for o, s in zip(out, single):
+        assert tuple(o.shape) == (2,) + tuple(s.shape)
+        _close(o.detach().numpy()[0], s.detach().numpy())
+        _close(o.detach().numpy()[1], s.detach().numpy())
+    live = [o for o in out if o.requires_grad]
+    if live:
+        total = live[0].sum()
+        for o in live[1:]:
+            total = total + o.sum()
+        total.backward()
+        for i in arrays:
+            g = stacked[i].grad
+            if g is not None:  # the two copies get the same gradient
+                _close(g.numpy()[0], g.numpy()[1])
