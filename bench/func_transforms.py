@@ -66,7 +66,8 @@ def main():
     print(f"{ms['chainrule']:>12.2f} | {torch_cell(ms.get('torch.func'), '.2f'):>20} | "
           f"{ms['NumPy']:>24.3f}")
     r_np = ms["chainrule"] / ms["NumPy"]
-    print(f"chainrule / NumPy = {r_np:.1f}x (target <= 1.5x: {'met' if r_np <= 1.5 else 'NOT met'})")
+    verdict = "met" if r_np <= 1.5 else "NOT met"
+    print(f"chainrule / NumPy = {r_np:.1f}x (target <= 1.5x: {verdict})")
     if "torch.func" in ms:
         r_t = ms["chainrule"] / ms["torch.func"]
         print(f"chainrule / torch.func = {r_t:.1f}x (target <= 1x: "
