@@ -1,7 +1,7 @@
 """The checks validate runs on a forward/backward pair: outputs (shapes, dtypes, what
-backward returns), gradcheck and gradgradcheck, and the JVP/VJP adjoint identity, with
-the numerical and analytic Jacobians they compare, and the teaching notes that explain a
-failed check (what backward must return, with the user's shapes)."""
+backward returns, and whether anything changes in place), gradcheck and gradgradcheck (with
+gradcheck's diagnosis passed through), and the JVP/VJP adjoint identity. Each returns a
+Check; the Jacobians they compare come from ``_validate_numerics``."""
 
 from __future__ import annotations
 
@@ -13,135 +13,10 @@ import numpy as np
 from .. import _state
 from .._tensor import Tensor, wrap
 from . import forward_ad
-from ._validate_report import (
-    MAX_TEACH,
-    Check,
-    _count,
-    _describe_value,
-    _fmt,
-    _indent,
-    _short_error,
-    _side_by_side,
-)
+from ._validate_numerics import _as_tuple, _diff_outputs, _vjp
+from ._validate_report import Check, _describe_value, _short_error
 from .function import Function, _user_backward
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
-
-#: Jacobians are formed (for the worst error, the summary and teaching) only up to this
-#: many input entries and output entries in all.
-MAX_JACOBIAN_SIZE = 1000
-
-
-def _input_names(cls, n):
-    try:
-        params = list(inspect.signature(cls.forward).parameters.values())
-        if cls.setup_context is Function.setup_context:
-            params = params[1:]  # forward(ctx, *args); with setup_context, forward(*args)
-    except (TypeError, ValueError):
-        params = []
-    names = []
-    for k in range(n):
-        p = params[k] if k < len(params) else None
-        if p is None or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-            names.append(f"input {k}")
-        else:
-            names.append(p.name)
-    return names
-
-
-def _prepare(example_inputs, dtype):
-    """Fresh copies: float tensors (and float arrays) in ``dtype``; which need a grad."""
-    raw = []
-    for x in example_inputs:
-        if isinstance(x, np.ndarray) and x.dtype.kind == "f":
-            x = wrap(x)
-        raw.append(x)
-    floats = [i for i, x in enumerate(raw) if isinstance(x, Tensor) and x.dtype.kind == "f"]
-    marked = [i for i in floats if raw[i]._requires_grad]
-    diff = marked or floats  # the inputs marked requires_grad, or every float tensor
-
-    def make(requires_grad=True):
-        out = []
-        for i, x in enumerate(raw):
-            if isinstance(x, Tensor):
-                t = wrap(np.array(x._data, dtype=dtype if i in floats else x.dtype))
-                if i in diff and requires_grad:
-                    t.requires_grad_(True)
-                out.append(t)
-            else:
-                out.append(x)
-        return tuple(out)
-
-    return make, diff
-
-
-def _as_tuple(x):
-    return x if isinstance(x, tuple) else (x,)
-
-
-def _diff_outputs(outputs):
-    return [j for j, o in enumerate(outputs) if isinstance(o, Tensor) and o._requires_grad]
-
-
-def _numerical(cls, inputs, diff, eps):
-    """Central-difference Jacobians ``{(j, i): (out size, in size)}`` of ``cls.apply``."""
-    result = {}
-    with _state.no_grad():
-        for i in diff:
-            base = np.array(inputs[i]._data, dtype=np.float64)
-            flat = base.reshape(-1)
-            cols = {}
-            for k in range(flat.size):
-                vals = []
-                for step in (eps, -eps):
-                    pert = flat.copy()
-                    pert[k] += step
-                    args = list(inputs)
-                    args[i] = wrap(pert.reshape(base.shape).astype(inputs[i].dtype))
-                    vals.append(_as_tuple(cls.apply(*args)))
-                for j, (plus, minus) in enumerate(zip(*vals)):
-                    if isinstance(plus, Tensor) and plus.dtype.kind == "f":
-                        col = (np.asarray(plus._data, dtype=np.float64).reshape(-1)
-                               - np.asarray(minus._data, dtype=np.float64).reshape(-1))
-                        cols.setdefault(j, np.zeros((col.size, flat.size)))[:, k] = col / (2 * eps)
-            for j, J in cols.items():
-                result[(j, i)] = J
-    return result
-
-
-def _vjp(cls, make, diff, cotangents):
-    """``u^T J`` for each input in ``diff`` through the engine (fresh forward)."""
-    from ._grad import grad
-
-    xs = make()
-    outs = _as_tuple(cls.apply(*xs))
-    js = _diff_outputs(outs)
-    gs = grad([outs[j] for j in js], [xs[i] for i in diff], [wrap(cotangents[j]) for j in js],
-              allow_unused=True)
-    return {i: (np.zeros(xs[i].shape) if g is None else np.asarray(g._data, dtype=np.float64))
-            for i, g in zip(diff, gs)}
-
-
-def _analytic(cls, make, diff):
-    """Jacobians from backward, one row per output entry (one-hot cotangents)."""
-    from ._grad import grad
-
-    xs = make()
-    outs = _as_tuple(cls.apply(*xs))
-    result = {}
-    for j in _diff_outputs(outs):
-        y = outs[j]
-        rows = {i: np.zeros((y._data.size, xs[i]._data.size)) for i in diff}
-        for r in range(y._data.size):
-            seed = np.zeros(y._data.size, dtype=y.dtype)
-            seed[r] = 1
-            gs = grad(y, [xs[i] for i in diff], wrap(seed.reshape(y.shape)), retain_graph=True,
-                      allow_unused=True)
-            for i, g in zip(diff, gs):
-                if g is not None:
-                    rows[i][r] = np.asarray(g._data, dtype=np.float64).reshape(-1)
-        for i in diff:
-            result[(j, i)] = rows[i]
-    return result
 
 
 def _diagnosis(err):
@@ -173,8 +48,6 @@ def plot_supported():
         True when ``validate(plot=...)`` can pass the path on to gradcheck.
     """
     return _supports(gradcheck, "plot")
-
-
 
 
 def _check_outputs(cls, make, diff, names, rng, state):
@@ -438,109 +311,3 @@ def _check_adjoint(cls, make, diff, names, rng, state, result, atol, rtol):
     return Check("adjoint", "pass" if ok else "fail",
                  "" if ok else "jvp and backward disagree", msg, error)
 
-
-
-
-def _teach(cls, make, diff, names, result, state):
-    outs, js = state["outputs"], state["js"]
-    n_in = sum(make()[i]._data.size for i in diff)
-    n_out = sum(outs[j]._data.size for j in js)
-    title = f"Teaching mode: what does {cls.__name__}.backward compute?"
-    lines = [title, "=" * len(title)]
-    if not result.jacobians or n_in > MAX_TEACH or n_out > MAX_TEACH:
-        lines.append(f"The inputs ({n_in} numbers) or outputs ({n_out}) are too large to show "
-                     f"the Jacobian (at most {MAX_TEACH} each); use smaller example inputs.")
-        return "\n".join(lines)
-    xs = make()
-    lines.append(f"{cls.__name__}.apply maps the inputs")
-    for i in diff:
-        lines.append(f"  {names[i]}: shape {tuple(xs[i].shape)}, {_count(xs[i])}")
-    lines.append("to the output" + ("s" if len(js) > 1 else ""))
-    for j in js:
-        lines.append(f"  output {j}: shape {tuple(outs[j].shape)}, {_count(outs[j])}")
-    lines += [
-        "",
-        "1. The Jacobian J. Entry J[r, c] is d output[r] / d input[c]: how fast output entry r",
-        "   moves when input entry c is nudged (entries numbered in row-major order). Here it",
-        "   is measured by central differences, (f(x + eps e_c) - f(x - eps e_c)) / (2 eps),",
-        "   one column per input entry.",
-    ]
-    for (j, i), J in result.jacobians.items():
-        lines.append("")
-        lines.append(f"   J of output {j} with respect to {names[i]}, shape {J.shape}:")
-        lines += _indent(_fmt(J).splitlines(), 5)
-    # A readable cotangent: one decimal, no zeros.
-    rng = np.random.default_rng(1)
-    u = {}
-    for j in js:
-        a = np.round(rng.standard_normal(outs[j].shape), 1)
-        u[j] = np.where(a == 0, 0.5, a)
-    lines += [
-        "",
-        "2. What backward receives. backward is never given J (for a 1000 x 1000 matrix input",
-        "   it would have 10^12 entries). It receives grad_output: the gradient dL/d(output)",
-        "   of some final scalar L, shaped like the output. Here a random one, u:",
-    ]
-    for j in js:
-        lines.append(f"   grad_output for output {j}, shape {tuple(outs[j].shape)}:")
-        lines += _indent(_fmt(u[j], 1).splitlines(), 5)
-    vjps = _vjp(cls, make, diff, {j: u[j].astype(outs[j].dtype) for j in js})
-    lines += [
-        "",
-        "3. What backward returns: for each input, grad_output^T J, the row vector u times J",
-        "   (sum_r u[r] J[r, :]), reshaped to that input's shape. This is a vector-Jacobian",
-        "   product (VJP); by the chain rule it is dL/d(input).",
-    ]
-    if len(js) > 1:
-        lines.append("   With several outputs, the products of all outputs are added up.")
-    for i in diff:
-        expect = sum(u[j].reshape(-1) @ result.jacobians[(j, i)] for j in js)
-        expect = expect.reshape(xs[i].shape)
-        got = vjps[i]
-        diff_max = float(np.abs(expect - got).max()) if got.size else 0.0
-        lines.append("")
-        lines.append(f"   {names[i]} (shape {tuple(xs[i].shape)}):")
-        lines += _indent(_side_by_side([("grad_output^T J (from J above)", _fmt(expect)),
-                                        ("what backward returned", _fmt(got))]), 5)
-        _, atol, rtol = result.tolerances
-        agree = np.allclose(got, expect, rtol=rtol, atol=atol)
-        lines.append(f"     max |difference| = {diff_max:.1e}: " + (
-            "they agree." if agree else "they DISAGREE: backward does not compute u^T J."))
-    j0 = js[0]
-    onehot = {j: np.zeros(outs[j].shape) for j in js}
-    onehot[j0].reshape(-1)[0] = 1.0
-    rows = _vjp(cls, make, diff, {j: onehot[j].astype(outs[j].dtype) for j in js})
-    lines += [
-        "",
-        "4. A one-hot grad_output picks one row of J. With grad_output = e_0 (1 at entry 0",
-        f"   of output {j0}, 0 elsewhere), u^T J is row 0 of J. gradcheck builds the whole J from",
-        "   backward this way, one row per output entry, and compares it with the",
-        "   finite-difference J above (results flattened here, to compare with the row).",
-    ]
-    for i in diff:
-        row = result.jacobians[(j0, i)][0]
-        lines.append("")
-        lines.append(f"   {names[i]}:")
-        lines += _indent(_side_by_side([(f"row 0 of J (output {j0})", _fmt(row)),
-                                        ("backward with grad_output = e_0",
-                                         _fmt(rows[i].reshape(-1)))]), 5)
-    gradcheck_ok = all(c.passed for c in result.checks if c.name == "gradcheck")
-    if gradcheck_ok:
-        lines += [
-            "",
-            f"So {cls.__name__}.backward never forms J: from grad_output (and what forward "
-            "saved)",
-            "it computes grad_output^T J directly with a formula. During loss.backward() its",
-            "result becomes the grad_output of the operations that produced its inputs, and so",
-            "on back to the leaves: that is the chain rule, one vector-Jacobian product per "
-            "step.",
-        ]
-    else:
-        lines += [
-            "",
-            f"So {cls.__name__}.backward does NOT compute grad_output^T J: where the rows above "
-            "differ,",
-            "its formula is wrong (see gradcheck's diagnosis). It must return, for each input,",
-            "the row vector grad_output times the Jacobian J of forward, without forming J.",
-        ]
-    return "\n".join(lines)

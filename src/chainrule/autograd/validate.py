@@ -51,29 +51,23 @@ from .. import _state
 from .._tensor import Tensor
 from ._validate_checks import (
     FIRST_ORDER_ONLY,
-    MAX_JACOBIAN_SIZE,
-    _analytic,
     _check_adjoint,
     _check_gradcheck,
     _check_gradgrad,
     _check_outputs,
-    _input_names,
-    _numerical,
-    _prepare,
-    _teach,
     plot_supported,
 )
+from ._validate_numerics import MAX_JACOBIAN_SIZE, _analytic, _input_names, _numerical, _prepare
 from ._validate_report import (
     CHECKS,
     TOLERANCES,
     Check,
     ValidationResult,
 )
+from ._validate_teach import _teach
 from .function import Function
 
 __all__ = ["validate", "ValidationResult", "Check", "CHECKS", "TOLERANCES", "plot_supported"]
-
-
 
 
 def _run_checks(function, make, diff, names, rng, result, *, teach, double, plot):
