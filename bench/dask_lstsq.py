@@ -25,7 +25,7 @@ examples/distributed_regression.py); whether a NumPy ``w`` works with Dask ``X``
 printed as a note. Run from the repository root with:
 
     .venv/bin/python bench/dask_lstsq.py
-    .venv/bin/python bench/dask_lstsq.py --n 200000 --repeat 3     # quicker
+    .venv/bin/python bench/dask_lstsq.py --n 200000 --repeat 3     # quicker (--rows = --n)
 """
 
 import os
@@ -152,6 +152,22 @@ def dask_grad(X, y, w0, n):
     return float(value), np.asarray(g)
 
 
+def graph_note(X, y, w0, n):
+    """The tasks of chainrule's gradient graph beside the hand-written one's, and any
+    rechunk layer in it (a cotangent broadcast back in other chunks than its input's)."""
+    import dask.array as da
+
+    w = cr.tensor(da.from_array(w0, chunks=-1), requires_grad=True)
+    r = cr.tensor(X) @ w - cr.tensor(y)
+    ((r * r).sum() / n).backward()
+    graph = w.grad._data.dask
+    rechunks = [name for name in graph.layers if "rechunk" in name]
+    r0 = X @ w0 - y
+    hand = (2 * (X.T @ r0) / n).dask
+    return (f"gradient graph: {len(graph)} tasks (hand-written Dask {len(hand)}); rechunk "
+            f"layers: {', '.join(rechunks) if rechunks else 'none'}")
+
+
 def mixed_backend_note(X, y, w0):
     """Whether ``cr.tensor(w0)`` with w0 a NumPy array can be used with Dask tensors (builds
     the graph only)."""
@@ -186,7 +202,7 @@ def measured_run(client, fn, *args):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n", type=int, default=2_000_000, help="rows of X")
+    parser.add_argument("--n", "--rows", type=int, default=2_000_000, help="rows of X")
     parser.add_argument("--d", type=int, default=50, help="columns of X")
     parser.add_argument("--chunk", type=int, default=100_000, help="rows per chunk")
     parser.add_argument("--repeat", type=int, default=5, help="timed runs of each way")
@@ -216,6 +232,7 @@ def main(argv=None):
               f"{sum(w['on_disk'] for w in workers) / 2**20:.0f} MiB spilled to disk; "
               f"workers paused {sum(w['pauses'] for w in workers)} times while persisting")
         print("note: " + mixed_backend_note(X, y, w0))
+        print(graph_note(X, y, w0, n))
 
         loss_cr, g_cr = chainrule_grad(X, y, w0, n)
         loss_da, g_da = dask_grad(X, y, w0, n)

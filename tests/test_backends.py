@@ -162,6 +162,13 @@ def test_dask_cotangents_keep_the_inputs_chunks():
     assert not [k for k in layers if "rechunk" in k], layers
     Xn, yn = X.compute(), y.compute()
     np.testing.assert_allclose(w.grad.numpy(), 2 * Xn.T @ (-yn) / 400, rtol=1e-12)
+    # the other reductions' VJPs too, and a second-order pass (create_graph)
+    for loss in (lambda t: t.amax(0).sum(), lambda t: t.var(0).sum(),
+                 lambda t: cr.logsumexp(t, 0).sum(), lambda t: t.mean(0).sum()):
+        x = cr.tensor(X, requires_grad=True)
+        (g,) = cr.autograd.grad(loss(x), x, create_graph=True)
+        assert g._data.chunks == X.chunks
+        assert not [k for k in g._data.dask.layers if "rechunk" in k]
 
 
 def test_constructors_and_to_reach_an_array_api_device():
