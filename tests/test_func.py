@@ -235,6 +235,12 @@ def test_linearize_chunked_jacrev_and_strict():
                                np.diag(np.cos(np.arange(7.0))))
     with pytest.raises(RuntimeError, match="independent of input 1"):
         AF.jvp(lambda a, b: a * 2, (x, x), (x, x), strict=True)
+    from chainrule.func import jvp
+
+    with pytest.raises(RuntimeError, match="output 0 of f does not depend on the primals"):
+        jvp(lambda a: cr.ones(7), (x,), (x,), strict=True)
+    np.testing.assert_allclose(jvp(lambda a: a * 2, (x,), (x,), strict=True)[1].numpy(),
+                               2 * np.arange(7.0))
     np.testing.assert_allclose(AF.jvp(lambda a, b: a * 2, (x, x), (x, x))[1].numpy(),
                                2 * np.arange(7.0))
 

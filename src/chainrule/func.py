@@ -197,9 +197,10 @@ def vjp(func, *primals, has_aux=False):
     return (value, vjp_fn, _detach_tree(aux, record)) if has_aux else (value, vjp_fn)
 
 
-def jvp(func, primals, tangents, *, has_aux=False):
+def jvp(func, primals, tangents, *, strict=False, has_aux=False):
     """``(func(*primals), J tangents)``: the Jacobian-vector product by forward mode (dual
-    numbers). ``primals`` and ``tangents`` are tuples of matching pytrees."""
+    numbers). ``primals`` and ``tangents`` are tuples of matching pytrees. ``strict=True``
+    raises when an output does not depend on the inputs (its tangent would be zero)."""
     _check_tuple(primals, "primals", "jvp(f, primals, tangents)")
     _check_tuple(tangents, "tangents", "jvp(f, primals, tangents)")
     primals, tangents = tuple(primals), tuple(tangents)
@@ -234,6 +235,11 @@ def jvp(func, primals, tangents, *, has_aux=False):
             out, aux = _split_aux(out, "jvp(f, primals, tangents)")
         outs, spec = tree_flatten(out)
         pairs = [fwAD.unpack_dual(o) for o in outs]
+        if strict:
+            for k, (_, t) in enumerate(pairs):
+                if t is None:
+                    raise RuntimeError(f"jvp(f, primals, tangents, strict=True): output {k} "
+                                       "of f does not depend on the primals")
         primal_out = tree_unflatten([_result(p, record) for p, _ in pairs], spec)
         tangent_out = tree_unflatten(
             [wrap(np.zeros(p.shape, p.dtype)) if t is None else t for p, t in pairs], spec)
