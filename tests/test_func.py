@@ -160,18 +160,32 @@ def test_newton_converges_quadratically():
     assert ratios and max(ratios) < 10
 
 
-def test_nested_forward_mode_transforms_raise_instead_of_a_wrong_answer():
+def test_nested_forward_mode_transforms_compose():
     v = T([1.0, 0.0])
 
     def g(a):
         return F.jvp(lambda y: (y**3).sum(), (a,), (v,))[1]
 
     x = T([1.0, 2.0])
-    assert np.isclose(g(x).item(), 3.0)  # alone it is right: d/dt sum((x+tv)^3) = 3 x_0^2
-    with pytest.raises(NotImplementedError, match="forward-mode transform"):
-        F.jacfwd(g)(x)
-    with pytest.raises(NotImplementedError, match="reverse-mode transform"):
-        F.jacrev(g)(x)
+    assert np.isclose(g(x).item(), 3.0)  # d/dt sum((x+tv)^3) = 3 x_0^2
+    # g(x) = 3 x_0^2: its gradient is (6 x_0, 0), by forward-over-forward and
+    # reverse-over-forward alike
+    np.testing.assert_allclose(F.jacfwd(g)(x).numpy(), [6.0, 0.0])
+    np.testing.assert_allclose(F.jacrev(g)(x).numpy(), [6.0, 0.0])
+    np.testing.assert_allclose(F.grad(g)(x).numpy(), [6.0, 0.0])
+    # jacfwd(jacfwd(f)) is the Hessian: f = sum(x sin x), H = diag(2 cos x - x sin x)
+    a = np.array([0.3, -0.7, 1.2])
+    f = lambda t: (t.sin() * t).sum()  # noqa: E731
+    H = np.diag(2 * np.cos(a) - a * np.sin(a))
+    for outer in (F.jacfwd, F.jacrev):
+        for inner in (F.jacfwd, F.jacrev):
+            np.testing.assert_allclose(outer(inner(f))(T(a)).numpy(), H, atol=1e-12)
+    # jvp inside jvp: d/de [cos(x + e t1) t2] = -sin(x) t1 t2
+    t1, t2 = np.array([1.0, 2.0, 3.0]), np.array([0.5, -1.0, 2.0])
+    inner_jvp = lambda t: F.jvp(lambda y: y.sin(), (t,), (T(t2),))[1]  # noqa: E731
+    out, tt = F.jvp(inner_jvp, (T(a),), (T(t1),))
+    np.testing.assert_allclose(out.detach().numpy(), np.cos(a) * t2)
+    np.testing.assert_allclose(tt.numpy(), -np.sin(a) * t1 * t2)
 
 
 # --- vmap, linearize, and torch.func's keywords ------------------------------------------

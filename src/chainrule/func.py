@@ -2,8 +2,10 @@
 jacrev, jacfwd, hessian, hvp.
 
 Inputs and outputs may be pytrees (tuples, lists, dicts) of tensors. The transforms are
-functional: they do not touch ``.grad``, and they compose (``hessian`` is forward-over-
-reverse; ``grad`` of ``grad`` works).
+functional: they do not touch ``.grad``, and they compose in any order (``hessian`` is
+forward-over-reverse; ``grad`` of ``grad`` works; a ``jvp`` or ``jacfwd`` inside another
+transform is computed by reverse mode, the double-backward trick, so ``jacfwd(jacfwd(f))``
+and ``jvp`` of ``jvp`` are exact). ``vmap`` maps a function over a batch dimension.
 
 ``jacrev`` gets every row of the Jacobian from ONE backward pass with a batch of cotangents
 (the rules run on a leading batch dimension), ``jacfwd`` every column from ONE forward pass
@@ -208,19 +210,8 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
         raise RuntimeError(f"jvp(f, primals, tangents): Expected primals and tangents to have "
                            f"the same length, got {len(primals)} primals and {len(tangents)} "
                            "tangents")
-    if STATE.dual_level:
-        raise NotImplementedError(
-            "jvp inside another forward-mode transform (jvp, jacfwd, hessian's outer pass) is "
-            "not supported: tangents have one level. Differentiate the outer function by "
-            "reverse mode instead (forward-over-reverse: jacfwd(jacrev(f)), hvp)."
-        )
-    if any(isinstance(x, Tensor) and x.requires_grad
-           for p in primals for x in tree_flatten(p)[0]):
-        raise NotImplementedError(
-            "jvp inside a reverse-mode transform (grad, vjp, jacrev) is not supported: the "
-            "tangents are not recorded, so their derivative would be lost. Use "
-            "forward-over-reverse instead (hvp, jacfwd(jacrev(f)))."
-        )
+    if _nested(primals):
+        return _jvp_by_reverse(func, primals, tangents, strict, has_aux)
     with fwAD.dual_level():
         duals, record = [], False
         for p, t in zip(primals, tangents):
@@ -244,6 +235,50 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
         tangent_out = tree_unflatten(
             [wrap(np.zeros(p.shape, p.dtype)) if t is None else t for p, t in pairs], spec)
     return (primal_out, tangent_out, aux) if has_aux else (primal_out, tangent_out)
+
+
+def _nested(trees):
+    """Whether a forward transform runs inside another transform: an outer forward level
+    is active, or an input requires grad (an outer reverse transform). Tangents have one
+    level, so the inner one is then computed by reverse mode, through which both the outer
+    tangents and the outer graph flow (forward-over-reverse, reverse-over-reverse)."""
+    return bool(STATE.dual_level) or any(
+        isinstance(x, Tensor) and x.requires_grad for p in trees for x in tree_flatten(p)[0])
+
+
+def _jvp_by_reverse(func, primals, tangents, strict, has_aux):
+    """``J t`` by reverse mode, the double-backward trick: ``g(u) = J^T u`` is linear in
+    ``u``, so the VJP of ``g`` in the direction ``t`` is ``J t``. Recorded, so an outer
+    transform differentiates the result."""
+    with _state.enable_grad():
+        args, _, flat, specs, _ = _prepare(primals, tuple(range(len(primals))))
+        out = func(*args)
+        aux = None
+        if has_aux:
+            out, aux = _split_aux(out, "jvp(f, primals, tangents)")
+        outs, spec = tree_flatten(out)
+        outs = [_as_tensor(o) for o in outs]
+        inputs = [v for vs in flat for v in vs]
+        ts = [_as_tensor(t) for tr in tangents for t in tree_flatten(tr)[0]]
+        live = [o for o in outs if o.requires_grad]
+        us = [wrap(np.zeros(o.shape, o.dtype), requires_grad=True) for o in live]
+        gs = _autograd_grad(live, inputs, us, create_graph=True, allow_unused=True) \
+            if live else [None] * len(inputs)
+        pairs = [(g, t) for g, t in zip(gs, ts) if g is not None and g.requires_grad]
+        jt = _autograd_grad([g for g, _ in pairs], us, [t for _, t in pairs],
+                            create_graph=True, allow_unused=True) if pairs and us else []
+    by_output = dict(zip(map(id, live), jt))
+    tangent_out = []
+    for k, o in enumerate(outs):
+        t = by_output.get(id(o))
+        if t is None:
+            if strict:
+                raise RuntimeError(f"jvp(f, primals, tangents, strict=True): output {k} of "
+                                   "f does not depend on the primals")
+            t = wrap(np.zeros(o.shape, o.dtype))
+        tangent_out.append(t)
+    result = (tree_unflatten(outs, spec), tree_unflatten(tangent_out, spec))
+    return result + (aux,) if has_aux else result
 
 
 def _one_hot_batches(shapes, dtypes):
@@ -353,8 +388,10 @@ def jacfwd(func, argnums=0, *, has_aux=False, randomness="error"):
                          f"{randomness!r}")
 
     def wrapper(*args, **kwargs):
-        args = list(args)
         nums = _argnums(argnums, len(args))
+        if _nested([args[a] for a in nums]):  # inside another transform: by reverse mode
+            return jacrev(func, argnums, has_aux=has_aux)(*args, **kwargs)
+        args = list(args)
         flat, specs = [], []
         for a in nums:
             leaves, spec = tree_flatten(args[a])
