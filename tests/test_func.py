@@ -291,3 +291,26 @@ def test_unpack_dual_gives_back_the_tangent_tensor():
         d = fwAD.make_dual(p, t)
         assert fwAD.unpack_dual(d).tangent is t
         np.testing.assert_allclose(fwAD.unpack_dual(d * 2).tangent.numpy(), 2 * t.numpy())
+
+
+def test_vmap_agrees_with_torch_func():
+    from chainrule.func import vmap
+
+    A = np.random.default_rng(4).standard_normal((3, 4, 5))
+    # without torch: the nested mapping's values are a bilinear form, and out_dims range
+    f = lambda x, y: (x * y).sum()  # noqa: E731
+    out = vmap(vmap(f, in_dims=(0, None)), in_dims=(None, 0))(cr.tensor(A[0]), cr.tensor(A[1]))
+    np.testing.assert_allclose(out.numpy(), A[1] @ A[0].T)
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        vmap(lambda a: a.sum(), out_dims=1)(cr.tensor(A))
+    torch = pytest.importorskip("torch")
+    import torch.func as tf
+
+    cases = [(lambda a: (a * 2, a.sum()), dict(in_dims=2, out_dims=(1, 0))),
+             (lambda a: a @ a.T, dict(in_dims=0)),
+             (lambda a: a.mean(-1), dict(in_dims=-1, out_dims=-1))]
+    for f, kw in cases:
+        ours, theirs = vmap(f, **kw)(cr.tensor(A)), tf.vmap(f, **kw)(torch.tensor(A))
+        for o, t in zip(*(x if isinstance(x, tuple) else (x,) for x in (ours, theirs))):
+            assert o.shape == tuple(t.shape)
+            np.testing.assert_allclose(o.numpy(), t.numpy())

@@ -731,6 +731,10 @@ def test_non_tensor_outputs_pass_through():
 
 
 def test_the_new_api_matches_torch():
+    a = np.array([0.5, -2.0, 3.0])
+    x = leaf(a)
+    (MulConstant.apply(x, 1.5) ** 2).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), 2 * 1.5 ** 2 * a)  # d(1.5 a)^2 / da
     torch = pytest.importorskip("torch")
 
     class TorchMulConstant(torch.autograd.Function):

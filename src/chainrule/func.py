@@ -503,8 +503,10 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
     Raises
     ------
     ValueError
-        No input is mapped, mapped inputs disagree on the batch size, a dim is out of
+        No input is mapped, mapped inputs disagree on the batch size, an in_dim is out of
         range, or ``in_dims`` / ``out_dims`` do not match the structure.
+    IndexError
+        An out_dim is out of range (as PyTorch).
     """
     from . import _creation
     from .ops import stack
@@ -567,8 +569,9 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
                 stacked.append(o)
                 continue
             if not -(o.ndim + 1) <= d <= o.ndim:
-                raise ValueError(f"vmap: out_dim {d} is out of range for output leaf {k} "
-                                 f"with {o.ndim} dims")
+                raise IndexError(f"vmap: Dimension out of range (expected to be in range of "
+                                 f"[{-(o.ndim + 1)}, {o.ndim}], but got {d}) for out_dims of "
+                                 f"output leaf {k}")
             stacked.append(stack([p[k] for p in per_sample], d % (o.ndim + 1)))
         return tree_unflatten(stacked, out_spec)
 
