@@ -827,3 +827,39 @@ def test_gradcheck_batched_checks_and_gradgradcheck_keywords():
                      check_forward_ad=True, check_batched_forward_grad=True)
     assert autograd.gradgradcheck(lambda t: (t * t).tanh(), (x,), check_fwd_over_rev=True,
                                   gen_non_contig_grad_outputs=True)
+
+
+def test_a_function_with_several_outputs_through_every_transform():
+    from chainrule.func import grad, hessian, jacfwd, jacrev, vmap
+
+    class SinAndSquare(Function):  # outputs s sin(x), x^2 and a label; s needs no grad
+        @staticmethod
+        def forward(ctx, x, scale, label):
+            ctx.save_for_backward(x)
+            ctx.scale = scale
+            return x.sin() * scale, x * x, label
+
+        @staticmethod
+        def backward(ctx, g1, g2, g_label):
+            (x,) = ctx.saved_tensors
+            return g1 * x.cos() * ctx.scale + g2 * 2 * x, None, None
+
+        @staticmethod
+        def jvp(ctx, t, t_scale, t_label):
+            (x,) = ctx.saved_tensors
+            return t * x.cos() * ctx.scale, 2 * x * t, None
+
+    def f(x):
+        s, q, label = SinAndSquare.apply(x, 2.0, "label")
+        assert label == "label"
+        return s + q  # 2 sin x + x^2
+
+    a = np.array([0.3, -0.5, 1.0])
+    J = np.diag(2 * np.cos(a) + 2 * a)
+    np.testing.assert_allclose(jacrev(f)(cr.tensor(a)).numpy(), J)
+    np.testing.assert_allclose(jacfwd(f)(cr.tensor(a)).numpy(), J)
+    np.testing.assert_allclose(grad(lambda x: f(x).sum())(cr.tensor(a)).numpy(), np.diag(J))
+    np.testing.assert_allclose(hessian(lambda x: f(x).sum())(cr.tensor(a)).numpy(),
+                               np.diag(2 - 2 * np.sin(a)))
+    np.testing.assert_allclose(vmap(f)(cr.tensor(np.stack([a, 2 * a]))).numpy(),
+                               np.stack([2 * np.sin(a) + a * a, 2 * np.sin(2 * a) + 4 * a * a]))
