@@ -188,8 +188,13 @@ def _walk(roots, seeds, retain_graph, accumulate, capture, only, F, kind):
                 input_grads = None
             elif graph:
                 input_grads = node._vjp(g, F, True)
-            elif node.checks is None and saved is not None and not node.plan.variadic:
-                input_grads = node.plan.vjp(F, g, saved)  # OpNode._vjp, inlined
+            elif saved is not None and not node.plan.variadic:  # OpNode._vjp, inlined
+                checks = node.checks
+                if checks is not None:
+                    for check in checks:
+                        if check[1][0] != check[2]:  # a saved value changed in place
+                            node._check_versions()  # raises, naming it
+                input_grads = node.plan.vjp(F, g, saved)
             else:
                 input_grads = node._vjp(g, F)
             if saved and not retain_graph:
