@@ -450,33 +450,70 @@ def test_diag_batched_matches_its_materialized_rows():
     assert not isinstance(seed + u, DiagBatched)  # adding breaks the zeros: materialized
 
 
+def _vjp_of(sample, arrays, cotangent_seed):
+    """``inputs -> VJP of the sample's float outputs`` (fixed cotangents), a function of
+    the array inputs; None entries for inputs the outputs do not reach are zeros."""
+    def h(*args):
+        args = list(args)
+        leaves = {i: args[i].detach().requires_grad_(True) for i in arrays}
+        for i, x in leaves.items():
+            args[i] = x
+        outs = [o for o in _float_outputs(sample.fn(*args)) if o.requires_grad]
+        if not outs:
+            return tuple(cr.zeros_like(x) for x in leaves.values())
+        rng = np.random.default_rng(cotangent_seed)
+        cots = [cr.tensor(rng.standard_normal(o.shape)) for o in outs]
+        gs = grad(outs, list(leaves.values()), cots, allow_unused=True, materialize_grads=True)
+        return tuple(gs)
+    return h
+
+
 @pytest.mark.parametrize("sample", SAMPLES, ids=[s.id for s in SAMPLES])
 def test_vmap_over_a_batch_of_samples_equals_each_sample(sample):
-    # vmap(f) on the sample's array inputs stacked along a new dim 0 (two copies) equals f
-    # on each, and the gradient flows back through vmap to the stacked inputs
+    # vmap over two samples (the sample, and its float arrays scaled by 1.001) equals the
+    # function on each; so does vmap of the VJP (the rules run on the batch), and the
+    # gradient flows back through vmap to inputs that require grad
     from chainrule.func import vmap
 
     arrays = [i for i, x in enumerate(sample.inputs) if isinstance(x, np.ndarray)]
     if not arrays:
         pytest.skip("no array input to map over")
-    stacked = [cr.tensor(np.stack([x, x]), requires_grad=True) if i in arrays else x
-               for i, x in enumerate(sample.inputs)]
-    in_dims = tuple(0 if i in arrays else None for i in range(len(stacked)))
-    out = vmap(lambda *a: _float_outputs(sample.fn(*a)), in_dims=in_dims)(*stacked)
-    single = _float_outputs(sample.fn(*[cr.tensor(x) if i in arrays else x
-                                        for i, x in enumerate(sample.inputs)]))
-    assert len(out) == len(single)
-    for o, s in zip(out, single):
-        assert tuple(o.shape) == (2,) + tuple(s.shape)
-        _close(o.detach().numpy()[0], s.detach().numpy())
-        _close(o.detach().numpy()[1], s.detach().numpy())
-    live = [o for o in out if o.requires_grad]
-    if live:
-        total = live[0].sum()
-        for o in live[1:]:
-            total = total + o.sum()
-        total.backward()
-        for i in arrays:
-            g = stacked[i].grad
-            if g is not None:  # the two copies get the same gradient
-                _close(g.numpy()[0], g.numpy()[1])
+    second = [x * 1.001 if isinstance(x, np.ndarray) and x.dtype.kind == "f" else x
+              for x in sample.inputs]
+    in_dims = tuple(0 if i in arrays else None for i in range(len(sample.inputs)))
+
+    def stacked(requires_grad=False):
+        return [cr.tensor(np.stack([x, y]), requires_grad=requires_grad and x.dtype.kind == "f")
+                if i in arrays else x
+                for i, (x, y) in enumerate(zip(sample.inputs, second))]
+
+    def each(values, fn):
+        return fn(*[cr.tensor(x) if i in arrays else x for i, x in enumerate(values)])
+
+    f = lambda *a: _float_outputs(sample.fn(*a))  # noqa: E731
+    for fn in (f, _vjp_of(sample, [i for i in arrays
+                                   if sample.inputs[i].dtype.kind == "f"], 7)):
+        out = vmap(fn, in_dims=in_dims)(*stacked())
+        rows = [each(sample.inputs, fn), each(second, fn)]
+        assert len(out) == len(rows[0])
+        for k, o in enumerate(out):
+            for b in range(2):
+                _close(o.detach().numpy()[b], rows[b][k].detach().numpy())
+    # reverse mode through vmap: the gradient of the stacked inputs is, row by row, the
+    # gradient of each sample (with the same fixed cotangents)
+    xs = stacked(requires_grad=True)
+    diff = [i for i in arrays if xs[i].requires_grad]
+    live = [o for o in vmap(f, in_dims=in_dims)(*xs) if o.requires_grad]
+    if live and diff:
+        rng = np.random.default_rng(8)
+        cots = [rng.standard_normal(o.shape) for o in live]
+        gs = grad(live, [xs[i] for i in diff], [cr.tensor(c) for c in cots],
+                  allow_unused=True, materialize_grads=True)
+        for b, values in enumerate((sample.inputs, second)):
+            args = [cr.tensor(x) if i in arrays else x for i, x in enumerate(values)]
+            leaves = [args[i].requires_grad_(True) for i in diff]
+            outs = [o for o in f(*args) if o.requires_grad]
+            ref = grad(outs, leaves, [cr.tensor(c[b]) for c in cots], allow_unused=True,
+                       materialize_grads=True)
+            for g, r in zip(gs, ref):
+                _close(g.numpy()[b], r.numpy())

@@ -314,3 +314,34 @@ def test_vmap_agrees_with_torch_func():
         for o, t in zip(*(x if isinstance(x, tuple) else (x,) for x in (ours, theirs))):
             assert o.shape == tuple(t.shape)
             np.testing.assert_allclose(o.numpy(), t.numpy())
+
+
+def test_vmap_evaluates_once_on_the_batch_and_never_mixes_batches():
+    from chainrule.func import grad, hessian, jacfwd, jacrev, vmap
+
+    calls = []
+
+    def loss(w, x, t):
+        calls.append(1)
+        z = (x * w).sum()
+        return cr.softplus(z) - t * z  # logistic loss of one sample
+
+    rng = np.random.default_rng(9)
+    X, y, w = rng.standard_normal((50, 4)), (rng.random(50) < 0.5) * 1.0, rng.standard_normal(4)
+    g = vmap(grad(loss), in_dims=(None, 0, 0))(cr.tensor(w), cr.tensor(X), cr.tensor(y))
+    p = 1 / (1 + np.exp(-(X @ w)))
+    np.testing.assert_allclose(g.numpy(), (p - y)[:, None] * X)  # d/dw: (sigmoid - t) x
+    assert len(calls) == 1  # one evaluation for the whole batch
+    # an inner transform with a batch of its own (3 rows here, as many as the samples)
+    # never meets vmap's batch: the results are those of each sample
+    X3 = rng.standard_normal((3, 3))
+    f = lambda x: (x.sin() * x).sum()  # noqa: E731
+    for transform, ref in ((jacrev(lambda v: v.sin()), [np.diag(np.cos(r)) for r in X3]),
+                           (jacfwd(lambda v: v.sin()), [np.diag(np.cos(r)) for r in X3]),
+                           (hessian(f), [np.diag(2 * np.cos(r) - r * np.sin(r)) for r in X3])):
+        np.testing.assert_allclose(vmap(transform)(cr.tensor(X3)).numpy(), np.stack(ref),
+                                   atol=1e-12)
+    # a closure over the outer batch inside an inner vmap: an outer product, not a zip
+    Y = rng.standard_normal((3, 3))
+    out = vmap(lambda a: vmap(lambda b: (a * b).sum())(cr.tensor(Y)))(cr.tensor(X3))
+    np.testing.assert_allclose(out.numpy(), X3 @ Y.T)

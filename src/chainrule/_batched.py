@@ -31,6 +31,7 @@ Batched values (its batch axis would count as a logical dim).
 from __future__ import annotations
 
 import string
+import threading
 from types import SimpleNamespace
 
 import numpy as np
@@ -45,6 +46,35 @@ from .ops.nn import log_softmax_array, softmax_array
 __all__ = ["Batched", "BATCHED", "namespace"]
 
 _BASIC = (int, np.integer, slice, type(None), type(Ellipsis))
+
+
+class NotBatchable(NotImplementedError):
+    """Raised inside ``vmap``'s batched evaluation by whatever has no batched version (an
+    op, or a host copy of a batched value that would mix its samples); ``vmap`` then
+    evaluates the function once per sample."""
+
+
+_VMAP = threading.local()  # .depth > 0 while vmap evaluates on batched values (this thread)
+
+
+def in_vmap_evaluation():
+    """Whether a batched vmap evaluation is running in this thread (an inner vmap then
+    evaluates per sample, so the two batches never meet in one elementwise op)."""
+    return getattr(_VMAP, "depth", 0) > 0
+
+
+def vmap_evaluation():
+    """A context manager: batched values may not be copied to the host inside it."""
+    return _VmapEvaluation()
+
+
+class _VmapEvaluation:
+    def __enter__(self):
+        _VMAP.depth = getattr(_VMAP, "depth", 0) + 1
+
+    def __exit__(self, *exc):
+        _VMAP.depth -= 1
+        return False
 
 
 class Batched:
@@ -93,6 +123,9 @@ class Batched:
         return f"Batched(batch_size={self.data.shape[0]}, shape={self.shape}, dtype={self.dtype})"
 
     def __array__(self, dtype=None, copy=None):
+        if getattr(_VMAP, "depth", 0):
+            raise NotBatchable("vmap: a batched value was converted to a NumPy array (it "
+                               "would mix the samples)")
         if copy:
             return np.array(self.data, dtype=dtype, copy=True)
         return self.data if dtype is None else self.data.astype(dtype, copy=False)
@@ -711,6 +744,7 @@ BATCHED = _Namespace(
     ones=RAW.ones,
     eye=RAW.eye,
     cast=_cast,
+    maybe_any=lambda mask: bool(np.any(mask.data if isinstance(mask, Batched) else mask)),
     reshape=_reshape,
     expand=_expand,
     unsqueeze=_unsqueeze,

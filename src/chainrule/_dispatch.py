@@ -274,9 +274,12 @@ def _common_backend(op, inputs, datas, arrays, mask):
     (PyTorch mixes tensors of one device); any other mix of backends or devices raises,
     naming both."""
     lazy = next((b for _, b in arrays if b.lazy), None)
+    batched = any(b.name == "vmap" for _, b in arrays)
     backend = first = None
     for i, b in arrays:
         d = datas[i]
+        if b is NUMPY and batched:  # inside vmap: a NumPy value is one for every sample
+            continue
         if b is NUMPY and lazy is not None and not mask >> i & 1 and d.__class__ is _ndarray:
             datas[i] = lazy.from_numpy(d)
             continue

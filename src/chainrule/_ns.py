@@ -156,6 +156,9 @@ def raw_for(backend, device=None):
     called, naming it and the backend."""
     if backend is NUMPY:
         return RAW
+    rules = getattr(backend, "rules", None)
+    if rules is not None:  # a backend with its own rule namespace (vmap's batched one)
+        return rules()
     key = (backend.name, str(device), len(_DECLARED))
     ns = _CACHE.get(key)
     if ns is None:

@@ -497,8 +497,11 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
 
     It composes with every transform in any order and depth (``vmap(grad(f))`` gives
     per-sample gradients, ``vmap(vmap(f))``, ``jacrev(vmap(f))``, ...), and gradients flow
-    through it. This version evaluates ``func`` once per sample (slices in, a stack out):
-    every op and custom Function works, at the cost of one call per sample.
+    through it. ``func`` is evaluated once on the whole batch (tensors whose data is the
+    batch, :mod:`chainrule._vmap_backend`: kernels and derivative rules run on it) when no
+    mapped input requires grad, no forward level is active and ``randomness="error"``;
+    where an op met has no batched version, or otherwise, ``func`` is evaluated once per
+    sample (slices in, a stack out), which every op and custom Function supports.
 
     Raises
     ------
@@ -509,6 +512,7 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
         An out_dim is out of range (as PyTorch).
     """
     from . import _creation
+    from ._batched import in_vmap_evaluation
     from .ops import stack
 
     if randomness not in ("error", "different", "same"):
@@ -543,6 +547,12 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
             raise ValueError(f"vmap: Expected all tensors to have the same size in the mapped "
                              f"dimension, got sizes {sizes} for the mapped dimension")
         B = sizes[0]
+        if randomness == "error" and not STATE.dual_level and not in_vmap_evaluation() \
+                and all(d is None or (x._data.__class__ is np.ndarray and not x.requires_grad)
+                        for x, d in zip(leaves, dims)):
+            done = _vmap_batched(func, leaves, dims, spec, B, kwargs, out_dims)
+            if done is not None:
+                return done
         saved = _creation.default_generator
         state = saved.bit_generator.state if randomness == "same" else None
         if randomness == "error":
@@ -576,6 +586,51 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
         return tree_unflatten(stacked, out_spec)
 
     return wrapped
+
+
+def _vmap_batched(func, leaves, dims, spec, B, kwargs, out_dims):
+    """``func`` evaluated once on the whole batch (tensors whose data is a batch, see
+    :mod:`chainrule._vmap_backend`); None when some op met has no batched version (then
+    vmap evaluates once per sample)."""
+    from . import _creation
+    from ._batched import Batched, NotBatchable, vmap_evaluation
+    from ._vmap_backend import VBatched
+
+    args = [x if d is None else wrap(VBatched(np.moveaxis(x._data, d % x.ndim, 0)))
+            for x, d in zip(leaves, dims)]
+    saved = _creation.default_generator
+    _creation.default_generator = _NoRandomness()
+    try:
+        with vmap_evaluation():
+            result = func(*tree_unflatten(args, spec), **kwargs)
+        outs, out_spec = tree_flatten(result)
+        odims = _dims_for(out_dims, result, "out_dims")
+        stacked = []
+        for k, (o, d) in enumerate(zip(outs, odims)):
+            if not isinstance(o, Tensor):
+                raise ValueError(f"vmap: func must only return Tensors, got a "
+                                 f"{type(o).__name__} as output leaf {k}")
+            if o.requires_grad:  # made a graph of its own inside: per sample, to keep it
+                return None
+            data = o._data
+            if d is None:
+                if isinstance(data, Batched):
+                    raise ValueError(f"vmap: out_dims is None for output leaf {k}, but it "
+                                     "depends on the mapped inputs")
+                stacked.append(o)
+                continue
+            rows = data.data if isinstance(data, Batched) else \
+                np.broadcast_to(np.asarray(data), (B,) + tuple(o.shape))
+            if not -(o.ndim + 1) <= d <= o.ndim:
+                raise IndexError(f"vmap: Dimension out of range (expected to be in range of "
+                                 f"[{-(o.ndim + 1)}, {o.ndim}], but got {d}) for out_dims of "
+                                 f"output leaf {k}")
+            stacked.append(wrap(np.ascontiguousarray(np.moveaxis(rows, 0, d % (o.ndim + 1)))))
+        return tree_unflatten(stacked, out_spec)
+    except NotBatchable:
+        return None
+    finally:
+        _creation.default_generator = saved
 
 
 def linearize(func, *primals):

@@ -43,10 +43,12 @@ def _namespace(create_graph, outputs=()):
 
 
 def _host(g, like):
-    """A fresh array of ``like``'s dtype holding ``g`` (on ``like``'s backend)."""
-    if like.__class__ is np.ndarray:
+    """A fresh array of ``like``'s dtype holding ``g`` (on ``like``'s backend; a batch of
+    gradients inside vmap stays a batch)."""
+    if like.__class__ is np.ndarray and (g.__class__ is np.ndarray or
+                                         isinstance(g, (np.generic, float, int))):
         return np.array(g, dtype=like.dtype)
-    b = backend_of(like)
+    b = backend_of(g if like.__class__ is np.ndarray else like)
     g = g if g.dtype == like.dtype else b.xp.astype(g, like.dtype)
     return g if b.lazy else b.xp.asarray(g, copy=True)
 

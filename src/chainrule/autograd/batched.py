@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _dual
-from .._batched import Batched, namespace
+from .._batched import Batched, NotBatchable, in_vmap_evaluation, namespace
 from .._dispatch import edge, refresh_view
 from .._engine import Unbatchable, run_backward
 from .._state import STATE
@@ -29,6 +29,14 @@ __all__ = ["vjp_rows", "jvp_columns"]
 
 
 # --- reverse mode: rows of u^T J ------------------------------------------------------------
+
+
+def _not_inside_vmap():
+    """A batch of cotangents (tangents) must not meet vmap's batch of values: inside vmap's
+    batched evaluation, vmap goes back to one evaluation per sample instead."""
+    if in_vmap_evaluation():
+        raise NotBatchable("vmap: a batched Jacobian pass (jacrev, jacfwd) inside vmap's "
+                           "batched evaluation")
 
 
 def _check_batch(arrays, shapes, what):
@@ -80,6 +88,7 @@ def vjp_rows(outputs, inputs, cotangents):
     each, so the result (or the error) is exactly that of ``B`` calls of
     ``chainrule.autograd.grad``.
     """
+    _not_inside_vmap()
     outputs, inputs = list(outputs), list(inputs)
     if len(cotangents) != len(outputs):
         raise ValueError(f"vjp_rows: {len(cotangents)} cotangents for {len(outputs)} outputs")
@@ -174,6 +183,7 @@ def jvp_columns(fn, primals, tangents):
     Raises RuntimeError inside an active dual level (nested forward transforms). Where the
     batched pass cannot run (a custom Function), or fails, ``fn`` runs once per column.
     """
+    _not_inside_vmap()
     primals = [p if isinstance(p, Tensor) else wrap(np.asarray(p)) for p in primals]
     if len(tangents) != len(primals):
         raise ValueError(f"jvp_columns: {len(tangents)} tangents for {len(primals)} primals")
@@ -219,6 +229,7 @@ def _jvp_columns_one_by_one(fn, primals, tans, cause=None):
 
 def _batched_grad(outputs, inputs, grads, create_graph, allow_unused, materialize_grads):
     """``grad(..., is_grads_batched=True)``: all rows in one batched backward pass."""
+    _not_inside_vmap()
     if create_graph:
         raise NotImplementedError("grad(is_grads_batched=True) with create_graph=True is not "
                                   "supported; call grad once per row to differentiate again")
