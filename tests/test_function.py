@@ -863,3 +863,39 @@ def test_a_function_with_several_outputs_through_every_transform():
                                np.diag(2 - 2 * np.sin(a)))
     np.testing.assert_allclose(vmap(f)(cr.tensor(np.stack([a, 2 * a]))).numpy(),
                                np.stack([2 * np.sin(a) + a * a, 2 * np.sin(2 * a) + 4 * a * a]))
+
+
+def test_functions_under_vmap_need_generate_vmap_rule_to_run_on_the_batch():
+    import chainrule.func as F
+
+    class NumpySin(Function):  # leaves the library in forward: evaluated per sample
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return cr.tensor(np.sin(x.detach().numpy()))
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return g * x.cos()
+
+    class OpsSin(NumpySin):  # written in chainrule ops: may run on the whole batch
+        generate_vmap_rule = True
+
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x.sin()
+
+    X = np.random.default_rng(2).standard_normal((4, 3))
+    for cls in (NumpySin, OpsSin):
+        calls = []
+
+        def loss(x, cls=cls, calls=calls):
+            calls.append(1)
+            return cls.apply(x).sum()
+
+        out = F.vmap(F.grad(loss))(cr.tensor(X))
+        np.testing.assert_allclose(out.numpy(), np.cos(X))  # d sum(sin x) = cos x
+        # NumpySin: one batched attempt that stops at it, then one call per sample
+        assert len(calls) == (1 if cls is OpsSin else 1 + 4)

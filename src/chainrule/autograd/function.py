@@ -19,6 +19,7 @@ import weakref
 import numpy as np
 
 from .. import _dispatch, _dual, _state
+from .._batched import Batched, NotBatchable, in_vmap_evaluation
 from .._engine import Unbatchable
 from .._node import FREED, DelayedError, Node
 from .._state import STATE
@@ -357,8 +358,16 @@ class Function(metaclass=FunctionMeta):
             "forward and backward are static methods"
         )
 
+    generate_vmap_rule = False  # True: forward/backward/jvp in chainrule ops batch as they are
+
     @classmethod
     def apply(cls, *args, **kwargs):
+        if not cls.generate_vmap_rule and in_vmap_evaluation() and any(
+                isinstance(a, Tensor) and isinstance(a._data, Batched) for a in args):
+            # a forward that may leave the library would mix the samples: vmap evaluates
+            # per sample instead
+            raise NotBatchable(f"vmap: {cls.__name__} has no vmap rule (set "
+                               "generate_vmap_rule = True when it is written in chainrule ops)")
         needs = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
         record = any(needs) and _state.STATE.enabled
         ctx = FunctionCtx(needs)
