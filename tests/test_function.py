@@ -899,3 +899,38 @@ def test_functions_under_vmap_need_generate_vmap_rule_to_run_on_the_batch():
         np.testing.assert_allclose(out.numpy(), np.cos(X))  # d sum(sin x) = cos x
         # NumpySin: one batched attempt that stops at it, then one call per sample
         assert len(calls) == (1 if cls is OpsSin else 1 + 4)
+
+
+def test_jacrev_through_a_function_with_generate_vmap_rule_is_one_batched_pass():
+    import chainrule.autograd.batched as AB
+    from chainrule.func import jacrev
+
+    class OpsSin(Function):
+        generate_vmap_rule = True
+
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x.sin()
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return g * x.cos()
+
+    a = np.array([0.1, 0.5, -1.0])
+    A = np.random.default_rng(0).standard_normal((3, 3))
+    rows_one_by_one = []
+    original = AB._vjp_rows_one_by_one
+
+    def spy(*args, **kwargs):
+        rows_one_by_one.append(1)
+        return original(*args, **kwargs)
+
+    AB._vjp_rows_one_by_one = spy
+    try:
+        J = jacrev(lambda x: OpsSin.apply(cr.tensor(A) @ x))(cr.tensor(a))
+    finally:
+        AB._vjp_rows_one_by_one = original
+    np.testing.assert_allclose(J.numpy(), np.cos(A @ a)[:, None] * A)  # diag(cos(Ax)) A
+    assert rows_one_by_one == []

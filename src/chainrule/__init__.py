@@ -20,7 +20,14 @@ from .ops.indexing import getitem  # noqa: F401
 
 _install()
 
-from . import autograd, func, linalg, optim, viz  # noqa: E402
+from . import (  # noqa: E402
+    _vmap_backend,  # noqa: E402,F401  (registers the backend of batched values)
+    autograd,
+    func,
+    linalg,
+    optim,
+    viz,
+)
 from .autograd import functional as _functional  # noqa: E402,F401
 
 float32 = _np.float32

@@ -219,7 +219,8 @@ def _walk(roots, seeds, retain_graph, accumulate, capture, only, F, kind):
             if g is None or (node.nout != 1 and all(x is None for x in g)):
                 input_grads = None
             else:
-                if batched_ns is not None and type(node) is not MultiOpNode:
+                if batched_ns is not None and type(node) is not MultiOpNode \
+                        and not node.batches_cotangents:
                     raise Unbatchable(_unbatchable(node, None))
                 input_grads = node._vjp(g, F, graph)
             if not retain_graph:

@@ -62,6 +62,7 @@ class Node:
     __slots__ = ("next_functions", "shapes", "pre_hooks", "__weakref__")
     nout = 1
     runs_on_undefined = False  # a custom Function's backward runs even on no cotangent
+    batches_cotangents = False  # a custom Function's backward that takes a batch of them
 
     def name(self):
         return type(self).__name__

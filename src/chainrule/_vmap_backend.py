@@ -24,6 +24,7 @@ import numpy as np
 from . import _batched as _b
 from ._batched import (
     Batched,
+    DiagBatched,
     NotBatchable,
     _any_batched,
     _axes,
@@ -267,5 +268,5 @@ def _no_host(x):
 
 
 VMAP = _VmapBackend()
-register_backend(VBatched, VMAP)
-register_backend(Batched, VMAP)
+for _cls in (Batched, VBatched, DiagBatched):
+    register_backend(_cls, VMAP)

@@ -19,7 +19,7 @@ import weakref
 import numpy as np
 
 from .. import _dispatch, _dual, _state
-from .._batched import Batched, NotBatchable, in_vmap_evaluation
+from .._batched import Batched, NotBatchable, in_vmap_evaluation, vmap_evaluation
 from .._engine import Unbatchable
 from .._node import FREED, DelayedError, Node
 from .._state import STATE
@@ -129,6 +129,12 @@ class FunctionNode(Node):
     __slots__ = ("fn", "ctx", "input_meta", "output_meta", "once", "nout")
     runs_on_undefined = True
 
+    @property
+    def batches_cotangents(self):
+        """A backward written in chainrule ops (``generate_vmap_rule``) takes a batch of
+        cotangents at once (jacrev's one batched pass)."""
+        return self.fn.generate_vmap_rule
+
     def name(self):
         return f"{self.fn.__name__}Backward"
 
@@ -154,6 +160,13 @@ class FunctionNode(Node):
             args.append(g if g is None or graph else wrap(g))
         if _jvp_only(fn):
             result = _backward_from_jvp(self, args, create_graph=graph)
+        elif any(isinstance(g, Batched) for g in grads):  # a batch of cotangents
+            try:
+                with _state.no_grad(), vmap_evaluation():
+                    result = _user_backward(fn)(ctx, *args)
+            except NotBatchable as error:
+                raise Unbatchable(f"{fn.__name__}.backward cannot take a batch of "
+                                  f"cotangents: {error}") from error
         else:
             with _state.set_grad_enabled(graph and not self.once):
                 result = _user_backward(fn)(ctx, *args)
