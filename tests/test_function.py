@@ -934,3 +934,42 @@ def test_jacrev_through_a_function_with_generate_vmap_rule_is_one_batched_pass()
         AB._vjp_rows_one_by_one = original
     np.testing.assert_allclose(J.numpy(), np.cos(A @ a)[:, None] * A)  # diag(cos(Ax)) A
     assert rows_one_by_one == []
+
+
+def test_jacfwd_through_a_function_with_generate_vmap_rule_is_one_batched_pass():
+    import chainrule.autograd.batched as AB
+    from chainrule.func import jacfwd
+
+    class OpsSin(Function):
+        generate_vmap_rule = True
+
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_forward(x)
+            return x.sin()
+
+        @staticmethod
+        def backward(ctx, g):  # not used by jacfwd
+            raise AssertionError("backward should not run")
+
+        @staticmethod
+        def jvp(ctx, t):
+            (x,) = ctx.saved_tensors
+            return t * x.cos()
+
+    a = np.array([0.1, 0.5, -1.0])
+    A = np.random.default_rng(1).standard_normal((3, 3))
+    columns_one_by_one = []
+    original = AB._jvp_columns_one_by_one
+
+    def spy(*args, **kwargs):
+        columns_one_by_one.append(1)
+        return original(*args, **kwargs)
+
+    AB._jvp_columns_one_by_one = spy
+    try:
+        J = jacfwd(lambda x: OpsSin.apply(cr.tensor(A) @ x))(cr.tensor(a))
+    finally:
+        AB._jvp_columns_one_by_one = original
+    np.testing.assert_allclose(J.numpy(), np.cos(A @ a)[:, None] * A)  # diag(cos(Ax)) A
+    assert columns_one_by_one == []

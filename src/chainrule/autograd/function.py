@@ -460,7 +460,8 @@ def _forward_mode(cls, ctx, args, result, single):
     tangents = [_dual.tangent_of(a) for a in args]
     if all(t is None for t in tangents):
         return result
-    if any(type(t).__name__ in ("Batched", "DiagBatched") for t in tangents):
+    batch = any(isinstance(t, Batched) for t in tangents)
+    if batch and not cls.generate_vmap_rule:
         # A user's jvp takes one tangent per input; chainrule.func then runs one column at a
         # time instead of a batch.
         raise Unbatchable(f"{cls.__name__}.jvp cannot take a batch of tangents")
@@ -473,7 +474,16 @@ def _forward_mode(cls, ctx, args, result, single):
     ctx._in_jvp = True  # saved_tensors gives save_for_forward's tensors
     try:
         with _state.no_grad():
-            out_t = cls.jvp(ctx, *[None if t is None else wrap(t) for t in tangents])
+            if batch:  # generate_vmap_rule: the jvp takes the whole batch of tangents
+                try:
+                    with vmap_evaluation():
+                        out_t = cls.jvp(ctx, *[None if t is None else wrap(t)
+                                               for t in tangents])
+                except NotBatchable as error:
+                    raise Unbatchable(f"{cls.__name__}.jvp cannot take a batch of tangents: "
+                                      f"{error}") from error
+            else:
+                out_t = cls.jvp(ctx, *[None if t is None else wrap(t) for t in tangents])
     finally:
         ctx._in_jvp = False
     outs = (result,) if single else result
@@ -485,7 +495,11 @@ def _forward_mode(cls, ctx, args, result, single):
             continue
         o = wrap(o._data) if o._extra is None else o
         o._extra = dict(o._extra or {})
-        _dual.set_tangent(o, np.array(t._data if isinstance(t, Tensor) else t, dtype=o.dtype))
+        t = t._data if isinstance(t, Tensor) else t
+        if isinstance(t, Batched):  # a batch of tangents, as the batched rules give
+            _dual.set_tangent(o, Batched(t.rows(np.shape(o._data), o.dtype)))
+        else:
+            _dual.set_tangent(o, np.array(t, dtype=o.dtype))
         fresh.append(o)
     return fresh[0] if single else tuple(fresh)
 
