@@ -345,3 +345,15 @@ def test_vmap_evaluates_once_on_the_batch_and_never_mixes_batches():
     Y = rng.standard_normal((3, 3))
     out = vmap(lambda a: vmap(lambda b: (a * b).sum())(cr.tensor(Y)))(cr.tensor(X3))
     np.testing.assert_allclose(out.numpy(), X3 @ Y.T)
+
+
+def test_vmap_chunk_size_maps_a_chunk_at_a_time():
+    from chainrule.func import grad, vmap
+
+    X = np.random.default_rng(5).standard_normal((7, 3))
+    s, total = vmap(lambda x: (x.sin(), x.sum()), chunk_size=3, out_dims=(1, 0))(cr.tensor(X))
+    np.testing.assert_allclose(s.numpy(), np.sin(X).T)
+    np.testing.assert_allclose(total.numpy(), X.sum(1))
+    g = vmap(grad(lambda x: (x ** 3).sum()), chunk_size=2)(cr.tensor(X))
+    np.testing.assert_allclose(g.numpy(), 3 * X ** 2)  # d sum(x^3) = 3x^2
+

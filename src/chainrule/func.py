@@ -493,7 +493,8 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
     batch goes in each output. Negative dims count from the end. Inputs and outputs may be
     pytrees of tensors. ``randomness``: ``"error"`` (random ops inside raise),
     ``"different"`` (each sample draws its own) or ``"same"`` (every sample draws the same
-    values). ``chunk_size`` is accepted for compatibility.
+    values). ``chunk_size`` maps that many samples at a time (less memory), the outputs
+    concatenated.
 
     It composes with every transform in any order and depth (``vmap(grad(f))`` gives
     per-sample gradients, ``vmap(vmap(f))``, ``jacrev(vmap(f))``, ...), and gradients flow
@@ -522,6 +523,9 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
         raise ValueError(f"vmap: chunk_size should be None or a positive int, got "
                          f"{chunk_size!r}")
 
+    def wrapped_one(*args, **kwargs):  # one chunk: the whole batch given
+        return vmap(func, in_dims, out_dims, randomness)(*args, **kwargs)
+
     def wrapped(*args, **kwargs):
         dims_spec = in_dims if isinstance(in_dims, (tuple, list, dict)) else (in_dims,) * len(args)
         if isinstance(in_dims, (tuple, list)) and len(in_dims) != len(args):
@@ -547,6 +551,9 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
             raise ValueError(f"vmap: Expected all tensors to have the same size in the mapped "
                              f"dimension, got sizes {sizes} for the mapped dimension")
         B = sizes[0]
+        if chunk_size is not None and B > chunk_size:  # chunk by chunk, then concatenated
+            return _vmap_chunks(wrapped_one, leaves, dims, spec, B, chunk_size, kwargs,
+                                out_dims)
         if randomness == "error" and not STATE.dual_level and not in_vmap_evaluation() \
                 and all(d is None or (x._data.__class__ is np.ndarray and not x.requires_grad)
                         for x, d in zip(leaves, dims)):
@@ -586,6 +593,25 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
         return tree_unflatten(stacked, out_spec)
 
     return wrapped
+
+
+def _vmap_chunks(vmapped, leaves, dims, spec, B, chunk_size, kwargs, out_dims):
+    """``vmap(..., chunk_size=)``: the batch in chunks of ``chunk_size`` samples (less memory
+    at once), each mapped as a whole, the outputs concatenated along their batch dims."""
+    from .ops import cat
+
+    parts = []
+    for start in range(0, B, chunk_size):
+        part = slice(start, min(start + chunk_size, B))
+        chunk = [x if d is None else x[(slice(None),) * (d % x.ndim) + (part,)]
+                 for x, d in zip(leaves, dims)]
+        parts.append(tree_flatten(vmapped(*tree_unflatten(chunk, spec), **kwargs)))
+    (first, out_spec), rows = parts[0], [p[0] for p in parts]
+    result = []
+    for k, (o, d) in enumerate(zip(first, _dims_for(out_dims, tree_unflatten(first, out_spec),
+                                                      "out_dims"))):
+        result.append(o if d is None else cat([r[k] for r in rows], d % o.ndim))
+    return tree_unflatten(result, out_spec)
 
 
 def _vmap_batched(func, leaves, dims, spec, B, kwargs, out_dims):
