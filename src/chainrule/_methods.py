@@ -8,7 +8,7 @@ from . import _inplace, ops
 from . import _tensor as _tensor_mod
 from ._dispatch import refresh_view
 from ._tensor import Tensor, wrap
-from .backend import backend_of, host_to, numpy_dtype
+from .backend import backend_of, dtype_kind, host_to, numpy_dtype
 from .backend import device as _device
 from .ops.elementwise import ADD, DIV, MUL, POW, SUB
 
@@ -21,7 +21,8 @@ _SAME_NAME = [
     "diag", "diagonal", "tril", "triu", "flatten", "transpose", "swapaxes", "t", "squeeze",
     "unsqueeze", "broadcast_to", "split", "chunk", "unbind", "movedim", "index_put", "lt",
     "le", "gt", "ge", "eq", "ne", "isnan", "isfinite", "logical_not", "take_along_dim",
-    "isclose", "allclose", "equal", "dist",
+    "isclose", "allclose", "equal", "dist", "flip", "fliplr", "flipud", "roll", "rot90",
+    "narrow", "select", "unflatten", "tensor_split", "tile", "swapdims", "moveaxis",
 ]
 
 
@@ -222,8 +223,48 @@ def _reduce_bool(name):
     return reduce
 
 
+def _new(make):
+    """``t.new_zeros(size)`` and kin: a new tensor with ``t``'s dtype and device."""
+    def new(self, *size, dtype=None, device=None, requires_grad=False, **kwargs):
+        return make(self, size, dtype=self.dtype if dtype is None else dtype,
+                    device=self.device if device is None else device,
+                    requires_grad=requires_grad, **kwargs)
+    return new
+
+
+def _shape_args(size):
+    return tuple(size[0]) if len(size) == 1 and isinstance(size[0], (list, tuple)) \
+        else tuple(size)
+
+
+def _like_methods(T):
+    """The methods that take another tensor's shape or dtype, and the ``new_*``
+    constructors (PyTorch's names)."""
+    from . import _creation as c
+
+    T.type_as = lambda self, other: self.to(other.dtype)
+    T.view_as = lambda self, other: ops.view(self, *other.shape)
+    T.reshape_as = lambda self, other: ops.reshape(self, *other.shape)
+    T.expand_as = lambda self, other: ops.expand(self, *other.shape)
+    T.is_floating_point = lambda self: dtype_kind(self.dtype) == "f"
+    T.repeat = lambda self, *sizes: ops.repeat(self, *sizes)
+    T.new_zeros = _new(lambda self, size, **kw: c.zeros(*_shape_args(size), **kw))
+    T.new_ones = _new(lambda self, size, **kw: c.ones(*_shape_args(size), **kw))
+    T.new_empty = _new(lambda self, size, **kw: c.empty(*_shape_args(size), **kw))
+    T.new_full = lambda self, size, fill_value, dtype=None, device=None, \
+        requires_grad=False: c.full(tuple(size), fill_value,
+                                    dtype=self.dtype if dtype is None else dtype,
+                                    device=self.device if device is None else device,
+                                    requires_grad=requires_grad)
+    T.new_tensor = lambda self, data, dtype=None, device=None, requires_grad=False: \
+        c.tensor(data, dtype=self.dtype if dtype is None else dtype,
+                 device=self.device if device is None else device,
+                 requires_grad=requires_grad)
+
+
 def install():
     T = Tensor
+    _like_methods(T)
     _tensor_mod.view_hooks.refresh = refresh_view
     _tensor_mod.view_hooks.contiguous = _contiguous_copy
     for name in _SAME_NAME:

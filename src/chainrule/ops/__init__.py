@@ -12,6 +12,7 @@ from .elementwise import *  # noqa: F401,F403
 from .indexing import *  # noqa: F401,F403
 from .matmul import *  # noqa: F401,F403
 from .nn import *  # noqa: F401,F403
+from .rearrange import *  # noqa: F401,F403
 from .reduction import *  # noqa: F401,F403
 from .shape import *  # noqa: F401,F403
 
@@ -25,7 +26,10 @@ for _name in ("reshape", "view", "flatten", "transpose", "swapaxes", "t", "permu
               "isclose", "allclose", "equal", "dist", "vector_norm", "norm", "cross_entropy",
               "softmax", "log_softmax", "logsumexp", "to_dtype", "lt", "le", "gt", "ge", "eq",
               "ne", "isnan", "isfinite", "logical_not", "var", "std", "argmax", "argmin",
-              "amax", "amin", "max", "min", "prod", "mean", "sum"):
+              "amax", "amin", "max", "min", "prod", "mean", "sum", "flip", "fliplr", "flipud",
+              "roll", "rot90", "narrow", "select", "unflatten", "tensor_split", "hstack",
+              "vstack", "column_stack", "meshgrid", "tile", "repeat", "swapdims",
+              "moveaxis"):
     globals()[_name] = _name_errors(globals()[_name], _name)
 del _name
 
