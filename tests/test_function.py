@@ -901,75 +901,45 @@ def test_functions_under_vmap_need_generate_vmap_rule_to_run_on_the_batch():
         assert len(calls) == (1 if cls is OpsSin else 1 + 4)
 
 
-def test_jacrev_through_a_function_with_generate_vmap_rule_is_one_batched_pass():
+class _BatchableSin(Function):
+    """sin written in chainrule ops, so its backward and jvp may take a whole batch."""
+
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        ctx.save_for_forward(x)
+        return x.sin()
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * x.cos()
+
+    @staticmethod
+    def jvp(ctx, t):
+        (x,) = ctx.saved_tensors
+        return t * x.cos()
+
+
+@pytest.mark.parametrize("transform, fallback", [("jacrev", "_vjp_rows_one_by_one"),
+                                                 ("jacfwd", "_jvp_columns_one_by_one")])
+def test_jacobians_through_a_function_with_generate_vmap_rule_are_one_batched_pass(
+        transform, fallback, monkeypatch):
     import chainrule.autograd.batched as AB
-    from chainrule.func import jacrev
+    from chainrule import func
 
-    class OpsSin(Function):
-        generate_vmap_rule = True
+    one_by_one = []
+    original = getattr(AB, fallback)
 
-        @staticmethod
-        def forward(ctx, x):
-            ctx.save_for_backward(x)
-            return x.sin()
+    def spy(*args, **kwargs):
+        one_by_one.append(1)
+        return original(*args, **kwargs)
 
-        @staticmethod
-        def backward(ctx, g):
-            (x,) = ctx.saved_tensors
-            return g * x.cos()
-
+    monkeypatch.setattr(AB, fallback, spy)
     a = np.array([0.1, 0.5, -1.0])
     A = np.random.default_rng(0).standard_normal((3, 3))
-    rows_one_by_one = []
-    original = AB._vjp_rows_one_by_one
-
-    def spy(*args, **kwargs):
-        rows_one_by_one.append(1)
-        return original(*args, **kwargs)
-
-    AB._vjp_rows_one_by_one = spy
-    try:
-        J = jacrev(lambda x: OpsSin.apply(cr.tensor(A) @ x))(cr.tensor(a))
-    finally:
-        AB._vjp_rows_one_by_one = original
+    J = getattr(func, transform)(lambda x: _BatchableSin.apply(cr.tensor(A) @ x))(cr.tensor(a))
     np.testing.assert_allclose(J.numpy(), np.cos(A @ a)[:, None] * A)  # diag(cos(Ax)) A
-    assert rows_one_by_one == []
-
-
-def test_jacfwd_through_a_function_with_generate_vmap_rule_is_one_batched_pass():
-    import chainrule.autograd.batched as AB
-    from chainrule.func import jacfwd
-
-    class OpsSin(Function):
-        generate_vmap_rule = True
-
-        @staticmethod
-        def forward(ctx, x):
-            ctx.save_for_forward(x)
-            return x.sin()
-
-        @staticmethod
-        def backward(ctx, g):  # not used by jacfwd
-            raise AssertionError("backward should not run")
-
-        @staticmethod
-        def jvp(ctx, t):
-            (x,) = ctx.saved_tensors
-            return t * x.cos()
-
-    a = np.array([0.1, 0.5, -1.0])
-    A = np.random.default_rng(1).standard_normal((3, 3))
-    columns_one_by_one = []
-    original = AB._jvp_columns_one_by_one
-
-    def spy(*args, **kwargs):
-        columns_one_by_one.append(1)
-        return original(*args, **kwargs)
-
-    AB._jvp_columns_one_by_one = spy
-    try:
-        J = jacfwd(lambda x: OpsSin.apply(cr.tensor(A) @ x))(cr.tensor(a))
-    finally:
-        AB._jvp_columns_one_by_one = original
-    np.testing.assert_allclose(J.numpy(), np.cos(A @ a)[:, None] * A)  # diag(cos(Ax)) A
-    assert columns_one_by_one == []
+    assert one_by_one == []
