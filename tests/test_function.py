@@ -833,6 +833,8 @@ def test_a_function_with_several_outputs_through_every_transform():
     from chainrule.func import grad, hessian, jacfwd, jacrev, vmap
 
     class SinAndSquare(Function):  # outputs s sin(x), x^2 and a label; s needs no grad
+        generate_vmap_rule = True
+
         @staticmethod
         def forward(ctx, x, scale, label):
             ctx.save_for_backward(x)
@@ -865,40 +867,88 @@ def test_a_function_with_several_outputs_through_every_transform():
                                np.stack([2 * np.sin(a) + a * a, 2 * np.sin(2 * a) + 4 * a * a]))
 
 
-def test_functions_under_vmap_need_generate_vmap_rule_to_run_on_the_batch():
+def test_functions_under_vmap_need_a_vmap_rule():
     import chainrule.func as F
 
-    class NumpySin(Function):  # leaves the library in forward: evaluated per sample
+    class NumpySin(Function):  # leaves the library in forward, and has no vmap rule
         @staticmethod
-        def forward(ctx, x):
-            ctx.save_for_backward(x)
+        def forward(x):
             return cr.tensor(np.sin(x.detach().numpy()))
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.save_for_backward(inputs[0])
 
         @staticmethod
         def backward(ctx, g):
             (x,) = ctx.saved_tensors
             return g * x.cos()
 
-    class OpsSin(NumpySin):  # written in chainrule ops: may run on the whole batch
+    rules = []
+
+    class RuledSin(NumpySin):  # its own vmap rule: NumPy's sin on the whole batch at once
+        @staticmethod
+        def vmap(info, in_dims, x):
+            rules.append(info.batch_size)
+            return RuledSin.apply(x.movedim(in_dims[0], 0)), 0
+
+    class OpsSin(NumpySin):  # written in chainrule ops: runs on the whole batch
         generate_vmap_rule = True
 
         @staticmethod
-        def forward(ctx, x):
-            ctx.save_for_backward(x)
+        def forward(x):
             return x.sin()
 
     X = np.random.default_rng(2).standard_normal((4, 3))
-    for cls in (NumpySin, OpsSin):
+    with pytest.raises(RuntimeError, match="NumpySin: To use autograd.Function with vmap"):
+        F.vmap(NumpySin.apply)(cr.tensor(X))
+    with pytest.raises(RuntimeError, match="NumpySin: To use autograd.Function with vmap"):
+        F.vmap(F.grad(lambda x: NumpySin.apply(x).sum()))(cr.tensor(X))
+    for cls in (RuledSin, OpsSin):
         calls = []
 
         def loss(x, cls=cls, calls=calls):
             calls.append(1)
             return cls.apply(x).sum()
 
+        np.testing.assert_allclose(F.vmap(cls.apply)(cr.tensor(X)).numpy(), np.sin(X))
         out = F.vmap(F.grad(loss))(cr.tensor(X))
         np.testing.assert_allclose(out.numpy(), np.cos(X))  # d sum(sin x) = cos x
-        # NumpySin: one batched attempt that stops at it, then one call per sample
-        assert len(calls) == (1 if cls is OpsSin else 1 + 4)
+        assert len(calls) == 1  # evaluated once, on the whole batch
+        # the transposed batch: in_dims=1 reaches the rule as a batch dim moved first
+        np.testing.assert_allclose(F.vmap(cls.apply, in_dims=1)(cr.tensor(X.T)).numpy(),
+                                   np.sin(X))
+    assert rules == [4, 4, 4]
+    # jacrev through the rule's Function: its backward takes the batch of rows at once
+    J = F.jacrev(RuledSin.apply)(cr.tensor(X[0]))
+    np.testing.assert_allclose(J.numpy(), np.diag(np.cos(X[0])))
+
+
+def test_a_vmap_rule_with_out_dims_and_unbatched_inputs():
+    import chainrule.func as F
+
+    class ScaledOuter(Function):  # (x, s) -> outer(x, x) * s, its rule puts the batch last
+        @staticmethod
+        def forward(x, s):
+            return (x[:, None] * x[None, :]) * s
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            pass
+
+        @staticmethod
+        def backward(ctx, g):
+            raise AssertionError("not differentiated here")
+
+        @staticmethod
+        def vmap(info, in_dims, x, s):
+            assert in_dims == (0, None) and s == 3.0
+            out = (x[:, :, None] * x[:, None, :]) * s  # (B, n, n)
+            return out.permute(1, 2, 0), 2
+
+    X = np.arange(6.0).reshape(2, 3)
+    out = F.vmap(ScaledOuter.apply, in_dims=(0, None))(cr.tensor(X), 3.0)
+    np.testing.assert_allclose(out.numpy(), 3.0 * X[:, :, None] * X[:, None, :])
 
 
 class _BatchableSin(Function):

@@ -63,18 +63,34 @@ def in_vmap_evaluation():
     return getattr(_VMAP, "depth", 0) > 0
 
 
-def vmap_evaluation():
-    """A context manager: batched values may not be copied to the host inside it."""
-    return _VmapEvaluation()
+def in_user_vmap():
+    """Whether a ``chainrule.func.vmap`` call is running in this thread (batched or one
+    sample at a time): custom Functions then need a vmap rule, as in PyTorch."""
+    return getattr(_VMAP, "user", 0) > 0
 
 
-class _VmapEvaluation:
+class _Count:
+    """A context manager counting, per thread, how deep inside it the code runs."""
+
+    def __init__(self, name):
+        self.name = name
+
     def __enter__(self):
-        _VMAP.depth = getattr(_VMAP, "depth", 0) + 1
+        setattr(_VMAP, self.name, getattr(_VMAP, self.name, 0) + 1)
 
     def __exit__(self, *exc):
-        _VMAP.depth -= 1
+        setattr(_VMAP, self.name, getattr(_VMAP, self.name) - 1)
         return False
+
+
+def user_vmap():
+    """A context manager marking a ``chainrule.func.vmap`` call in this thread."""
+    return _Count("user")
+
+
+def vmap_evaluation():
+    """A context manager: batched values may not be copied to the host inside it."""
+    return _Count("depth")
 
 
 class Batched:

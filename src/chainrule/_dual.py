@@ -1,7 +1,11 @@
 """Where forward mode keeps its tangents (the core's part of forward-mode AD).
 
-A tensor's tangent at the active dual level lives in its ``_extra["tangent"]`` as
-``(level, tangent)``; a tangent of another level is not seen. While a level is active, the
+A tensor's tangents live in its ``_extra["tangent"]``, a dict ``{level: tangent}`` (never
+changed in place, so tensors may share it); a tangent of a level that is not active is not
+seen. A tangent is an array, or a Tensor when it has a history of its own: a tangent of a
+nested level carries the tangents of the levels outside it (forward-over-forward), and one
+computed with grad mode on from inputs that require grad can be differentiated
+(reverse-over-forward). While a level is active, the
 tangents of the inputs and outputs of recorded nodes are kept too (:data:`NODE_TANGENTS`),
 so that a ``create_graph`` backward rebuilds saved values with them (forward-over-reverse).
 
@@ -21,18 +25,29 @@ NODE_TANGENTS = weakref.WeakKeyDictionary()
 
 
 def tangent_of(x, level=None):
-    """The tangent (an array) carried by ``x`` at the active dual level, or None."""
+    """The tangent (an array) carried by ``x`` at ``level`` (default: the innermost
+    active dual level), or None."""
+    t = stored_tangent(x, level)
+    return t._data if isinstance(t, Tensor) else t
+
+
+def stored_tangent(x, level=None):
+    """The tangent of ``x`` at ``level`` as stored: an array, a Tensor (a tangent with a
+    history), or None."""
     if not isinstance(x, Tensor) or not x._extra:
         return None
     entry = x._extra.get("tangent")
-    if entry is None or entry[0] != (STATE.dual_level if level is None else level):
+    if entry is None:
         return None
-    return entry[1]
+    return entry.get(STATE.dual_level if level is None else level)
 
 
-def set_tangent(t, tangent):
-    """Give tensor ``t`` the tangent ``tangent`` at the active dual level."""
-    t._extra_set("tangent", (STATE.dual_level, tangent))
+def set_tangent(t, tangent, level=None):
+    """Give tensor ``t`` the tangent ``tangent`` (an array or a Tensor) at ``level``
+    (default: the innermost active dual level)."""
+    entry = t._extra.get("tangent") if t._extra else None
+    level = STATE.dual_level if level is None else level
+    t._extra_set("tangent", {level: tangent} if not entry else {**entry, level: tangent})
 
 
 def node_tangents(node):

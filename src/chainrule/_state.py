@@ -27,7 +27,9 @@ class _State(threading.local):
 
     def __init__(self):
         self.flags = GRAD
-        self.dual_level = 0  # the active forward-mode level (0: none)
+        self.dual_level = 0  # the innermost active forward-mode level (0: none)
+        self.dual_levels = ()  # the active forward-mode levels, outermost first
+        self.dual_recorded = frozenset()  # levels whose tangents are differentiable
         self.anomaly = False  # "forward" or "backward" inside detect_anomaly()
 
     @property
@@ -38,10 +40,12 @@ class _State(threading.local):
     def enabled(self, mode):
         self.flags = (self.flags | GRAD) if mode else (self.flags & ~GRAD)
 
-    def set_modes(self, dual_level=None, anomaly=None):
-        """Change the forward-mode level and/or the anomaly mode, keeping SLOW in step."""
-        if dual_level is not None:
-            self.dual_level = dual_level
+    def set_modes(self, dual_levels=None, anomaly=None):
+        """Change the active forward-mode levels (a tuple, outermost first) and/or the
+        anomaly mode, keeping SLOW in step."""
+        if dual_levels is not None:
+            self.dual_levels = dual_levels
+            self.dual_level = dual_levels[-1] if dual_levels else 0
         if anomaly is not None:
             self.anomaly = anomaly
         slow = SLOW if (self.dual_level or self.anomaly) else 0

@@ -24,7 +24,7 @@ from .autograd import forward_ad as fwAD
 from .autograd import grad as _autograd_grad
 
 __all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "hvp", "vmap",
-           "linearize"]
+           "linearize", "functional_call"]
 
 
 def _as_tensor(x):
@@ -502,10 +502,14 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
     batch, :mod:`chainrule._vmap_backend`: kernels and derivative rules run on it) when no
     mapped input requires grad, no forward level is active and ``randomness="error"``;
     where an op met has no batched version, or otherwise, ``func`` is evaluated once per
-    sample (slices in, a stack out), which every op and custom Function supports.
+    sample (slices in, a stack out), which every op supports. A custom
+    ``autograd.Function`` needs a vmap rule (its ``vmap`` staticmethod, or
+    ``generate_vmap_rule = True``), as in PyTorch.
 
     Raises
     ------
+    RuntimeError
+        A custom Function without a vmap rule is called inside (naming it).
     ValueError
         No input is mapped, mapped inputs disagree on the batch size, an in_dim is out of
         range, or ``in_dims`` / ``out_dims`` do not match the structure.
@@ -513,7 +517,7 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
         An out_dim is out of range (as PyTorch).
     """
     from . import _creation
-    from ._batched import in_vmap_evaluation
+    from ._batched import in_vmap_evaluation, user_vmap
     from .ops import stack
 
     if randomness not in ("error", "different", "same"):
@@ -527,6 +531,10 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
         return vmap(func, in_dims, out_dims, randomness)(*args, **kwargs)
 
     def wrapped(*args, **kwargs):
+        with user_vmap():
+            return mapped(*args, **kwargs)
+
+    def mapped(*args, **kwargs):
         dims_spec = in_dims if isinstance(in_dims, (tuple, list, dict)) else (in_dims,) * len(args)
         if isinstance(in_dims, (tuple, list)) and len(in_dims) != len(args):
             raise ValueError(f"vmap: in_dims has {len(in_dims)} entries but func got "
@@ -672,3 +680,13 @@ def linearize(func, *primals):
         return jvp(func, primals, tangents)[1]
 
     return _detach_tree(out, False), jvp_fn
+
+
+def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, *,
+                    tie_weights=True, strict=False):
+    """``module(*args, **kwargs)`` with parameters and buffers swapped for the given tensors
+    (``torch.func.functional_call``); see :func:`chainrule.nn.functional_call`."""
+    from .nn._functional_call import functional_call as _functional_call
+
+    return _functional_call(module, parameter_and_buffer_dicts, args, kwargs,
+                            tie_weights=tie_weights, strict=strict)

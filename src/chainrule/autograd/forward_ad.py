@@ -22,7 +22,7 @@ import itertools
 import numpy as np
 
 from .. import _dispatch, _ns
-from .._dual import NODE_TANGENTS, set_tangent, tangent_of
+from .._dual import NODE_TANGENTS, set_tangent, stored_tangent, tangent_of
 from .._state import STATE
 from .._tensor import Tensor, check_grad_dtype, wrap
 from ..backend import backend_of, dtype_kind
@@ -36,43 +36,90 @@ UnpackedDualTensor = collections.namedtuple("UnpackedDualTensor", ["primal", "ta
 
 
 def enter_dual_level():
-    """Start a dual level; returns its id. Only one level at a time (as in PyTorch)."""
-    if STATE.dual_level:
-        raise RuntimeError("a dual level is already active; nested levels are not supported")
-    STATE.set_modes(dual_level=next(_ids))
-    return STATE.dual_level
+    """Start a dual level inside the active ones; returns its id.
+
+    Levels nest (as torch.func's transforms and JAX's tracers): a tangent belongs to one
+    level, and the tangents of an inner level carry the tangents of the outer levels, so
+    ``make_dual`` at an outer level, then at an inner level, gives second derivatives
+    (forward-over-forward). A new thread starts with no level."""
+    level = next(_ids)
+    STATE.set_modes(dual_levels=STATE.dual_levels + (level,))
+    return level
 
 
 def exit_dual_level(*, level=None):
-    """End the active dual level: the tangents made in it are no longer seen."""
-    STATE.set_modes(dual_level=0)
-    NODE_TANGENTS.clear()
+    """End the innermost dual level (or ``level``, which must be the innermost): the
+    tangents made in it are no longer seen. RuntimeError when ``level`` is not active or
+    not the innermost one."""
+    levels = STATE.dual_levels
+    if level is not None and (not levels or levels[-1] != level):
+        raise RuntimeError(f"exit_dual_level: level {level} is not the innermost active "
+                           f"dual level (active: {list(levels)}); exit levels in the reverse "
+                           "order of entering them")
+    if not levels:
+        return
+    STATE.dual_recorded = STATE.dual_recorded - {levels[-1]}
+    STATE.set_modes(dual_levels=levels[:-1])
+    if not STATE.dual_levels:
+        NODE_TANGENTS.clear()
 
 
 class dual_level:
-    """``with dual_level():`` scopes forward-mode AD; tangents do not outlive it."""
+    """``with dual_level():`` scopes forward-mode AD; tangents do not outlive it. Levels
+    nest: see :func:`enter_dual_level`."""
 
     def __enter__(self):
-        return enter_dual_level()
+        self.level = enter_dual_level()
+        return self.level
 
     def __exit__(self, *exc):
-        exit_dual_level()
+        exit_dual_level(level=self.level)
         return False
 
 
-def _require_level(what):
-    if not STATE.dual_level:
+def _require_level(what, level):
+    if not STATE.dual_levels:
         raise RuntimeError(f"{what} must be called inside `with dual_level():`")
+    if level is not None and level not in STATE.dual_levels:
+        raise RuntimeError(f"{what}: level {level} is not an active dual level (active: "
+                           f"{list(STATE.dual_levels)})")
+    return STATE.dual_level if level is None else level
+
+
+class _levels:
+    """Run with only ``levels`` active (the tangents of the others are not seen)."""
+
+    def __init__(self, levels):
+        self.levels = levels
+
+    def __enter__(self):
+        self.saved = STATE.dual_levels
+        STATE.set_modes(dual_levels=self.levels)
+
+    def __exit__(self, *exc):
+        STATE.set_modes(dual_levels=self.saved)
+        return False
+
+
+def _outside(level):
+    """The active levels outside ``level`` (those entered before it)."""
+    levels = STATE.dual_levels
+    return levels[:levels.index(level)] if level in levels else levels
 
 
 def make_dual(tensor, tangent, *, level=None):
-    """A view of ``tensor`` that carries ``tangent`` (same shape, float dtype).
+    """A view of ``tensor`` that carries ``tangent`` (same shape, float dtype) at ``level``
+    (default: the innermost active level).
 
-    The view keeps ``tensor``'s autograd history, so forward and reverse mode combine
-    (forward-over-reverse). Raises RuntimeError outside a dual level, and for a tangent whose
-    shape differs from the primal's or a non-float dtype.
+    The view keeps ``tensor``'s autograd history and its tangents at outer levels, so
+    forward and reverse mode combine: forward-over-reverse (a backward with
+    ``create_graph=True`` inside the level), reverse-over-forward (when ``tensor`` or
+    ``tangent`` requires grad, the tangents computed from them are recorded and
+    ``unpack_dual(y).tangent.backward()`` works) and forward-over-forward (nested levels).
+    Raises RuntimeError outside a dual level, and for a tangent whose shape differs from
+    the primal's or a non-float dtype.
     """
-    _require_level("make_dual")
+    level = _require_level("make_dual", level)
     if not isinstance(tensor, Tensor):
         tensor = wrap(np.asarray(tensor))
     check_grad_dtype(tensor.dtype, "primal")
@@ -84,46 +131,92 @@ def make_dual(tensor, tangent, *, level=None):
         raise RuntimeError(f"make_dual: the tangent has shape {tuple(t.shape)} but the "
                            f"primal has shape {tuple(tensor.shape)}; they must match")
     check_grad_dtype(t.dtype, "tangent")
-    dual = _plain_view(tensor)
+    dual = _view_at(tensor, level)
     if isinstance(tangent, Tensor) and t.__class__ is data.__class__ and t.dtype == data.dtype:
         # no copy needed: the dual carries the tangent tensor itself, and unpack_dual gives
         # that very tensor back (as in PyTorch's forward-AD tutorial)
-        set_tangent(dual, t)
-        dual._extra_set("tangent_tensor", tangent)
+        set_tangent(dual, tangent, level)
     elif data.__class__ is np.ndarray:
-        set_tangent(dual, np.array(t, dtype=tensor.dtype))
+        set_tangent(dual, np.array(t, dtype=tensor.dtype), level)
     else:  # on the primal's backend (a tangent of another backend raises there)
-        set_tangent(dual, backend_of(data).xp.astype(t, data.dtype, copy=True))
+        set_tangent(dual, backend_of(data).xp.astype(t, data.dtype, copy=True), level)
+    if STATE.enabled and (tensor.requires_grad or (isinstance(tangent, Tensor)
+                                                   and tangent.requires_grad)):
+        STATE.dual_recorded = STATE.dual_recorded | {level}
     return dual
 
 
-def _plain_view(tensor):
-    """A view of ``tensor`` with its history and no tangent."""
-    level = STATE.dual_level
-    STATE.set_modes(dual_level=0)
-    try:
+def _view_at(tensor, level):
+    """A view of ``tensor`` with its history and its tangents at the levels outside
+    ``level``, none at ``level`` or inside it."""
+    with _levels(_outside(level)):
         return tensor.view(tensor.shape)
-    finally:
-        STATE.set_modes(dual_level=level)
 
 
 def unpack_dual(tensor, *, level=None):
-    """``(primal, tangent)`` of ``tensor``: a view without the tangent, and the tangent as
-    a Tensor (None when ``tensor`` carries none at the active level)."""
-    t = tangent_of(tensor)
+    """``(primal, tangent)`` of ``tensor`` at ``level`` (default: the innermost active
+    level): a view without the tangent at that level (keeping those of outer levels), and
+    the tangent as a Tensor (None when ``tensor`` carries none there). A tangent made by
+    ``make_dual`` from a Tensor is that Tensor; one computed from inputs that require grad
+    has a history (reverse-over-forward); one of a nested level carries the outer levels'
+    tangents (forward-over-forward)."""
+    if level is not None and level not in STATE.dual_levels:
+        raise RuntimeError(f"unpack_dual: level {level} is not an active dual level")
+    level = STATE.dual_level if level is None else level
+    t = stored_tangent(tensor, level) if level else None
+    primal = _view_at(tensor, level) if level else _view_at(tensor, None)
     if t is None:
-        return UnpackedDualTensor(_plain_view(tensor), None)
-    given = tensor._extra.get("tangent_tensor")
-    return UnpackedDualTensor(_plain_view(tensor),
-                              given if given is not None and given._data is t else wrap(t))
+        return UnpackedDualTensor(primal, None)
+    return UnpackedDualTensor(primal, t if isinstance(t, Tensor) else wrap(t))
 
 
 def _tangent(op, inputs, datas, attrs, out, result):
-    """The dispatcher's hook in forward mode: the output tangent from the op's JVP rules,
-    summed over the inputs that carry a tangent."""
-    if not STATE.dual_level:
+    """The dispatcher's hook in forward mode: the output tangent at each active level from
+    the op's JVP rules, summed over the inputs that carry a tangent there.
+
+    The outermost level computes on raw arrays, unless its tangents must be recorded
+    (reverse-over-forward: :func:`make_dual` was given a tensor that requires grad); each
+    nested level computes with the differentiable ops while only the levels outside it are
+    active, so its tangent carries their tangents (forward-over-forward)."""
+    levels = STATE.dual_levels
+    if not levels:
         return
-    ts = [tangent_of(x) for x in inputs]
+    for k, level in enumerate(levels):
+        if k or (level in STATE.dual_recorded and _records(inputs, level)):
+            _recorded_tangent(op, inputs, attrs, result, level, levels[:k])
+        else:
+            _raw_tangent(op, inputs, datas, attrs, out, result, level)
+    level = levels[-1]
+    outs = (result,) if op.nout == 1 else result
+    # the node of the op: on its first differentiable output (slogdet's sign has none)
+    node = next((r._grad_fn for r in outs if r._grad_fn is not None), None)
+    if node is not None and any(tangent_of(x, level) is not None for x in inputs):
+        NODE_TANGENTS[node] = (level, [tangent_of(x, level) for x in inputs],
+                               [tangent_of(r, level) for r in outs])
+
+
+def _records(inputs, level):
+    """Whether the tangents at ``level`` must be recorded: grad mode is on and an input or
+    its tangent there requires grad."""
+    if not STATE.enabled:
+        return False
+    for x in inputs:
+        if isinstance(x, Tensor):
+            if x._requires_grad:
+                return True
+            t = stored_tangent(x, level)
+            if isinstance(t, Tensor) and t._requires_grad:
+                return True
+    return False
+
+
+def _rule_args(params, pool, op):
+    return [pool[op.pool.index(p)] for p in params]
+
+
+def _raw_tangent(op, inputs, datas, attrs, out, result, level):
+    """The output tangent at ``level`` from the rules run on raw arrays."""
+    ts = [tangent_of(x, level) for x in inputs]
     if all(t is None for t in ts):
         return
     # A batch of tangents (jacfwd: one per column) runs the same rules on the batched
@@ -139,39 +232,75 @@ def _tangent(op, inputs, datas, attrs, out, result):
         F = _ns.raw_for(b, None if b.lazy else getattr(first, "device", None))
     else:
         F = _ns.RAW
-
-    def args(params, pool):
-        return [pool[op.pool.index(p)] for p in params]
-
     shapes = [tuple(d.shape) if hasattr(d, 'shape') else () for d in datas]
-    if op.variadic:
-        fn, params = _jvp_rule(op, 0)
-        t_out = fn(F, ts, *args(params, (datas, out, *attrs, shapes)))
-    else:
-        pool = (*datas, out, *attrs, *shapes)
-        t_out = None
-        for i, t in enumerate(ts):
-            if t is None:
-                continue
-            fn, params = _jvp_rule(op, i)
-            part = fn(F, t, *args(params, pool))
-            t_out = part if t_out is None else _add_tangents(t_out, part)
+    t_out = _sum_rules(op, F, ts, (datas, out, *attrs, shapes) if op.variadic
+                       else (*datas, out, *attrs, *shapes))
     outs = (result,) if op.nout == 1 else result
     parts = (t_out,) if op.nout == 1 else (t_out or (None,) * op.nout)
     for r, o, part in zip(outs, (out,) if op.nout == 1 else out, parts):
         if part is None or dtype_kind(o.dtype) != "f":
             continue
         if is_batched and isinstance(part, batched):
-            set_tangent(r, batched(part.rows(np.shape(o), o.dtype)))
+            set_tangent(r, batched(part.rows(np.shape(o), o.dtype)), level)
         elif foreign:
             xp = backend_of(o).xp
             set_tangent(r, xp.astype(xp.broadcast_to(xp.asarray(part), o.shape), o.dtype,
-                                     copy=True))
+                                     copy=True), level)
         else:
-            set_tangent(r, np.array(np.broadcast_to(part, np.shape(o)), dtype=o.dtype))
-    node = outs[0]._grad_fn
-    if node is not None:
-        NODE_TANGENTS[node] = (STATE.dual_level, ts, [tangent_of(r) for r in outs])
+            set_tangent(r, np.array(np.broadcast_to(part, np.shape(o)), dtype=o.dtype), level)
+
+
+def _sum_rules(op, F, ts, pool):
+    """``sum_i J_i t_i`` by the op's JVP rules (one rule for all inputs of a variadic op)."""
+    if op.variadic:
+        fn, params = _jvp_rule(op, 0)
+        return fn(F, ts, *_rule_args(params, pool, op))
+    t_out = None
+    for i, t in enumerate(ts):
+        if t is None:
+            continue
+        fn, params = _jvp_rule(op, i)
+        part = fn(F, t, *_rule_args(params, pool, op))
+        t_out = part if t_out is None else _add_tangents(t_out, part)
+    return t_out
+
+
+def _recorded_tangent(op, inputs, attrs, result, level, outer):
+    """The output tangent at ``level`` from the rules run with the differentiable ops on
+    the input Tensors, while only the ``outer`` levels are active: the tangent is a Tensor
+    with a history (recorded when grad mode is on) and its own tangents at the outer
+    levels."""
+    stored = [stored_tangent(x, level) for x in inputs]
+    if all(t is None for t in stored):
+        return
+    batched = _ns.BATCHING.batched
+    if any(_data_of(t).__class__ is batched for t in stored if t is not None):
+        raise NotImplementedError(f"forward-mode AD: {op.name} met a batch of tangents "
+                                  "(jacfwd) inside a nested or recorded dual level")
+    ts = [None if t is None else t if isinstance(t, Tensor) else wrap(t) for t in stored]
+    outs = (result,) if op.nout == 1 else tuple(result)
+    data = outs[0]._data
+    b = backend_of(data)
+    F = _ns.differentiable(b, None if b.lazy else getattr(data, "device", None))
+    shapes = [tuple(x.shape) if hasattr(x, "shape") else () for x in inputs]
+    with _levels(outer):
+        t_out = _sum_rules(op, F, ts, (list(inputs), result, *attrs, shapes) if op.variadic
+                           else (*inputs, result, *attrs, *shapes))
+        parts = (t_out,) if op.nout == 1 else (t_out or (None,) * op.nout)
+        for r, part in zip(outs, parts):
+            if part is None or dtype_kind(r.dtype) != "f":
+                continue
+            if not isinstance(part, Tensor):
+                part = wrap(b.xp.asarray(part))
+            if tuple(part.shape) != tuple(r.shape):
+                part = part.expand(r.shape)
+            if part.dtype != r.dtype:
+                part = part.to(r.dtype)
+            set_tangent(r, part, level)
+
+
+def _data_of(t):
+    return t._data if isinstance(t, Tensor) else t
 
 
 def _jvp_rule(op, i):

@@ -12,6 +12,7 @@ it treats a primitive.
 
 from __future__ import annotations
 
+import collections
 import functools
 import warnings
 import weakref
@@ -19,7 +20,7 @@ import weakref
 import numpy as np
 
 from .. import _dispatch, _dual, _state
-from .._batched import Batched, NotBatchable, in_vmap_evaluation, vmap_evaluation
+from .._batched import Batched, NotBatchable, in_user_vmap, in_vmap_evaluation, vmap_evaluation
 from .._engine import Unbatchable
 from .._node import FREED, DelayedError, Node
 from .._state import STATE
@@ -133,7 +134,7 @@ class FunctionNode(Node):
     def batches_cotangents(self):
         """A backward written in chainrule ops (``generate_vmap_rule``) takes a batch of
         cotangents at once (jacrev's one batched pass)."""
-        return self.fn.generate_vmap_rule
+        return _batches(self.fn)
 
     def name(self):
         return f"{self.fn.__name__}Backward"
@@ -260,6 +261,20 @@ def _run_forward(cls, ctx, args, kwargs):
     return output
 
 
+def _run_vmap_rule(cls, ctx, args, kwargs, record):
+    """The forward of a batched evaluation by the Function's ``vmap`` staticmethod, then
+    ``setup_context`` on the batched inputs and output (so backward and jvp get batched
+    saved tensors, as in PyTorch)."""
+    output = _apply_vmap_rule(cls, args, kwargs)
+    if cls.setup_context is not Function.setup_context:
+        cls.setup_context(ctx, args, output)
+    elif record or STATE.dual_levels:
+        raise RuntimeError(f"{cls.__name__}: differentiating a Function through its vmap "
+                           "staticmethod needs the setup_context style (forward without ctx, "
+                           "plus setup_context(ctx, inputs, output)), as in PyTorch")
+    return output
+
+
 def _backward_from_jvp(node, grad_outputs, create_graph):
     """The VJP of a Function known only by its JVP (a Gateaux derivative).
 
@@ -373,27 +388,45 @@ class Function(metaclass=FunctionMeta):
 
     generate_vmap_rule = False  # True: forward/backward/jvp in chainrule ops batch as they are
 
+    @staticmethod
+    def vmap(info, in_dims, *args):
+        """The batching rule of this Function under ``chainrule.func.vmap`` (PyTorch's
+        signature): ``info.batch_size`` and ``info.randomness``, ``in_dims`` (per argument
+        the batch dim, or None for an unbatched one), and the arguments with their batch
+        dims. Returns ``(output, out_dims)``: the batched output(s) and where the batch dim
+        is in each (an int, None, or a tuple with one per output). Its backward and jvp
+        must then be written in chainrule ops (jacrev and jacfwd batch them)."""
+        raise NotImplementedError
+
     @classmethod
     def apply(cls, *args, **kwargs):
-        if not cls.generate_vmap_rule and in_vmap_evaluation() and any(
-                isinstance(a, Tensor) and isinstance(a._data, Batched) for a in args):
-            # a forward that may leave the library would mix the samples: vmap evaluates
-            # per sample instead
-            raise NotBatchable(f"vmap: {cls.__name__} has no vmap rule (set "
-                               "generate_vmap_rule = True when it is written in chainrule ops)")
+        if in_user_vmap() and not _batches(cls):
+            raise RuntimeError(
+                f"{cls.__name__}: To use autograd.Function with vmap, you must either "
+                "override the vmap staticmethod or set generate_vmap_rule=True.")
+        rule = False
+        if in_vmap_evaluation() and any(isinstance(a, Tensor) and isinstance(a._data, Batched)
+                                        for a in args):
+            rule = cls.vmap is not Function.vmap
+            if not rule and not cls.generate_vmap_rule:
+                # a forward that may leave the library would mix the samples
+                raise NotBatchable(f"vmap: {cls.__name__} has no vmap rule (set "
+                                   "generate_vmap_rule = True when it is written in "
+                                   "chainrule ops)")
         needs = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
         record = any(needs) and _state.STATE.enabled
         ctx = FunctionCtx(needs)
         ctx._name = cls.__name__
         with _state.no_grad():
-            result = _run_forward(cls, ctx, args, kwargs)
+            result = _run_vmap_rule(cls, ctx, args, kwargs, record) if rule else \
+                _run_forward(cls, ctx, args, kwargs)
         single = not isinstance(result, tuple)
         outputs = (result,) if single else result
         if single and not isinstance(result, Tensor):
             raise TypeError(f"{cls.__name__}.forward returned a {type(result).__name__}; it "
                             "must return a Tensor, or a tuple (which may hold other values "
                             "beside Tensors)")
-        if STATE.dual_level:
+        if STATE.dual_levels:
             result = _forward_mode(cls, ctx, args, result, single)
             outputs = (result,) if single else result
         if not record:
@@ -442,6 +475,47 @@ class Function(metaclass=FunctionMeta):
         return wrapped[0] if single else tuple(wrapped)
 
 
+def _batches(cls):
+    """Whether a Function batches (its own vmap rule, or ``generate_vmap_rule``): its
+    backward and jvp then take a batch of cotangents / tangents at once."""
+    return cls.generate_vmap_rule or cls.vmap is not Function.vmap
+
+
+VmapInfo = collections.namedtuple("VmapInfo", ["batch_size", "randomness"])
+
+
+def _apply_vmap_rule(cls, args, kwargs):
+    """``cls.vmap(info, in_dims, *args)`` on a batched evaluation's arguments (the batch
+    dim first), its outputs made batched values again."""
+    from .._vmap_backend import VBatched
+
+    in_dims = tuple(0 if isinstance(a, Tensor) and isinstance(a._data, Batched) else None
+                    for a in args)
+    B = next(a._data.data.shape[0] for a, d in zip(args, in_dims) if d == 0)
+    plain = [wrap(a._data.data) if d == 0 else a for a, d in zip(args, in_dims)]
+    result = cls.vmap(VmapInfo(B, "error"), in_dims, *plain, **kwargs)
+    if not isinstance(result, tuple) or len(result) != 2:
+        raise RuntimeError(f"{cls.__name__}.vmap must return a tuple (output, out_dims), got "
+                           f"a {type(result).__name__}")
+    out, out_dims = result
+    single = not isinstance(out, tuple)
+    outs = (out,) if single else out
+    dims = (out_dims,) * len(outs) if not isinstance(out_dims, tuple) else out_dims
+    if len(dims) != len(outs):
+        raise RuntimeError(f"{cls.__name__}.vmap returned {len(outs)} outputs but "
+                           f"{len(dims)} out_dims")
+    batched = []
+    for k, (o, d) in enumerate(zip(outs, dims)):
+        if d is None or not isinstance(o, Tensor):
+            batched.append(o)
+            continue
+        if not isinstance(d, int) or not -o.ndim <= d < o.ndim or o.shape[d] != B:
+            raise RuntimeError(f"{cls.__name__}.vmap: out_dims {d!r} for output {k} of shape "
+                               f"{tuple(o.shape)} is not a dim of size {B} (the batch size)")
+        batched.append(wrap(VBatched(np.moveaxis(o._data, d, 0))))
+    return batched[0] if single else tuple(batched)
+
+
 def _dirty_output(cls, o):
     """An input that forward changed in place (``ctx.mark_dirty``) and returned: it keeps
     its identity; the caller gives it this Function's node as history."""
@@ -456,12 +530,47 @@ def _dirty_output(cls, o):
 
 
 def _forward_mode(cls, ctx, args, result, single):
-    """Attach output tangents from ``cls.jvp(ctx, *input_tangents)`` when inputs are duals."""
-    tangents = [_dual.tangent_of(a) for a in args]
-    if all(t is None for t in tangents):
-        return result
+    """Attach output tangents from ``cls.jvp(ctx, *input_tangents)`` when inputs are duals,
+    at each active dual level (an inner or recorded level runs ``jvp`` on Tensors with the
+    outer levels active and grad mode as it is, as the table's rules do)."""
+    from . import forward_ad
+
+    levels = STATE.dual_levels
+    outs = (result,) if single else result
+    fresh = [o if not isinstance(o, Tensor) else wrap(o._data) if o._extra is None else o
+             for o in outs]
+    for o in fresh:
+        if isinstance(o, Tensor):
+            o._extra = dict(o._extra or {})
+    for k, level in enumerate(levels):
+        stored = [_dual.stored_tangent(a, level) for a in args]
+        if all(t is None for t in stored):
+            continue
+        recorded = bool(k) or (level in STATE.dual_recorded and forward_ad._records(args, level))
+        out_t = _user_jvp(cls, ctx, stored, recorded, levels[:k])
+        out_t = (out_t,) if single else tuple(out_t)
+        for o, t in zip(fresh, out_t):
+            if not isinstance(o, Tensor) or t is None:
+                continue
+            if recorded:
+                t = t if isinstance(t, Tensor) else wrap(t)
+                _dual.set_tangent(o, t if t.dtype == o.dtype else t.to(o.dtype), level)
+                continue
+            t = t._data if isinstance(t, Tensor) else t
+            if isinstance(t, Batched):  # a batch of tangents, as the batched rules give
+                _dual.set_tangent(o, Batched(t.rows(np.shape(o._data), o.dtype)), level)
+            else:
+                _dual.set_tangent(o, np.array(t, dtype=o.dtype), level)
+    return fresh[0] if single else tuple(fresh)
+
+
+def _user_jvp(cls, ctx, stored, recorded, outer):
+    """``cls.jvp(ctx, *tangents)`` for the tangents of one level."""
+    from . import forward_ad
+
+    tangents = [t._data if isinstance(t, Tensor) else t for t in stored]
     batch = any(isinstance(t, Batched) for t in tangents)
-    if batch and not cls.generate_vmap_rule:
+    if batch and not _batches(cls):
         # A user's jvp takes one tangent per input; chainrule.func then runs one column at a
         # time instead of a batch.
         raise Unbatchable(f"{cls.__name__}.jvp cannot take a batch of tangents")
@@ -473,35 +582,29 @@ def _forward_mode(cls, ctx, args, result, single):
         )
     ctx._in_jvp = True  # saved_tensors gives save_for_forward's tensors
     try:
-        with _state.no_grad():
-            if batch:  # generate_vmap_rule: the jvp takes the whole batch of tangents
-                try:
-                    with vmap_evaluation():
-                        out_t = cls.jvp(ctx, *[None if t is None else wrap(t)
-                                               for t in tangents])
-                except NotBatchable as error:
-                    raise Unbatchable(f"{cls.__name__}.jvp cannot take a batch of tangents: "
-                                      f"{error}") from error
-            else:
-                out_t = cls.jvp(ctx, *[None if t is None else wrap(t) for t in tangents])
+        # the jvp sees only the levels outside this one: its own ops carry no tangent here
+        with forward_ad._levels(outer):
+            if recorded:
+                return cls.jvp(ctx, *[None if t is None else t if isinstance(t, Tensor)
+                                      else wrap(t) for t in stored])
+            return _plain_jvp(cls, ctx, tangents, batch)
     finally:
         ctx._in_jvp = False
-    outs = (result,) if single else result
-    out_t = (out_t,) if single else tuple(out_t)
-    fresh = []
-    for o, t in zip(outs, out_t):
-        if not isinstance(o, Tensor) or t is None:
-            fresh.append(o)
-            continue
-        o = wrap(o._data) if o._extra is None else o
-        o._extra = dict(o._extra or {})
-        t = t._data if isinstance(t, Tensor) else t
-        if isinstance(t, Batched):  # a batch of tangents, as the batched rules give
-            _dual.set_tangent(o, Batched(t.rows(np.shape(o._data), o.dtype)))
-        else:
-            _dual.set_tangent(o, np.array(t, dtype=o.dtype))
-        fresh.append(o)
-    return fresh[0] if single else tuple(fresh)
+
+
+def _plain_jvp(cls, ctx, tangents, batch):
+    """``cls.jvp`` on the tangents as plain values (no history), a batch of them at once
+    when ``batch``."""
+    args = [None if t is None else wrap(t) for t in tangents]
+    with _state.no_grad():
+        if not batch:
+            return cls.jvp(ctx, *args)
+        try:  # a vmap rule: the jvp takes the whole batch of tangents
+            with vmap_evaluation():
+                return cls.jvp(ctx, *args)
+        except NotBatchable as error:
+            raise Unbatchable(f"{cls.__name__}.jvp cannot take a batch of tangents: "
+                              f"{error}") from error
 
 
 def once_differentiable(backward):
