@@ -181,18 +181,22 @@ def _tangent(op, inputs, datas, attrs, out, result):
     levels = STATE.dual_levels
     if not levels:
         return
-    for k, level in enumerate(levels):
-        if k or (level in STATE.dual_recorded and _records(inputs, level)):
-            _recorded_tangent(op, inputs, attrs, result, level, levels[:k])
-        else:
-            _raw_tangent(op, inputs, datas, attrs, out, result, level)
-    level = levels[-1]
+    if len(levels) == 1 and not STATE.dual_recorded:  # the common case, on raw arrays
+        ts = _raw_tangent(op, inputs, datas, attrs, out, result, levels[0])
+    else:
+        for k, level in enumerate(levels):
+            if k or (level in STATE.dual_recorded and _records(inputs, level)):
+                _recorded_tangent(op, inputs, attrs, result, level, levels[:k])
+            else:
+                _raw_tangent(op, inputs, datas, attrs, out, result, level)
+        ts = [tangent_of(x, levels[-1]) for x in inputs]
+    if ts is None or all(t is None for t in ts):
+        return
     outs = (result,) if op.nout == 1 else result
     # the node of the op: on its first differentiable output (slogdet's sign has none)
     node = next((r._grad_fn for r in outs if r._grad_fn is not None), None)
-    if node is not None and any(tangent_of(x, level) is not None for x in inputs):
-        NODE_TANGENTS[node] = (level, [tangent_of(x, level) for x in inputs],
-                               [tangent_of(r, level) for r in outs])
+    if node is not None:
+        NODE_TANGENTS[node] = (levels[-1], ts, [tangent_of(r, levels[-1]) for r in outs])
 
 
 def _records(inputs, level):
@@ -215,10 +219,11 @@ def _rule_args(params, pool, op):
 
 
 def _raw_tangent(op, inputs, datas, attrs, out, result, level):
-    """The output tangent at ``level`` from the rules run on raw arrays."""
+    """The output tangent at ``level`` from the rules run on raw arrays; returns the input
+    tangents (None when no input has one)."""
     ts = [tangent_of(x, level) for x in inputs]
     if all(t is None for t in ts):
-        return
+        return None
     # A batch of tangents (jacfwd: one per column) runs the same rules on the batched
     # namespace; the output tangent is then batched too.
     batched = _ns.BATCHING.batched
@@ -248,6 +253,7 @@ def _raw_tangent(op, inputs, datas, attrs, out, result, level):
                                      copy=True), level)
         else:
             set_tangent(r, np.array(np.broadcast_to(part, np.shape(o)), dtype=o.dtype), level)
+    return ts
 
 
 def _sum_rules(op, F, ts, pool):
