@@ -77,6 +77,10 @@ SAMPLES = [
       [np.linspace(-2.0, 2.0, 12).reshape(3, 4) + 0.05, np.full(4, -0.93), np.full(4, 1.01)]),
     S("clamp_tensor", lambda a, lo: cr.clamp(a, min=lo), [np.linspace(-2.0, 2.0, 12) + 0.05,
                                                           np.full(12, 0.11)], "min_only"),
+    # where min > max the result is max, and max gets the whole gradient there (as PyTorch)
+    S("clamp_tensor", lambda a, lo, hi: cr.clamp(a, lo, hi),
+      [np.linspace(-2.0, 2.0, 12).reshape(3, 4) + 0.05, np.array([-0.93, 0.6, -0.93, 0.7]),
+       np.array([1.01, 0.2, 1.01, -0.45])], "min_above_max"),
     S("minimum", lambda a, b: cr.minimum(a, b), [randn(3, 4), randn(3, 1)]),
     S("where", lambda a, b: cr.where(MASK, a, b), [randn(3, 4), randn(4)]),
     # elementwise unary
@@ -206,9 +210,13 @@ def _setitem(a, b):
 
 def _linalg_samples():
     from samples_decomp import SAMPLES as decomp
+    from samples_elementwise import SAMPLES as elementwise
+    from samples_indexing import SAMPLES as indexing
     from samples_inverse import SAMPLES as inverse
+    from samples_linalg_more import SAMPLES as linalg_more
+    from samples_reductions import SAMPLES as reductions
 
-    return decomp + inverse
+    return decomp + inverse + linalg_more + elementwise + reductions + indexing
 
 
 SAMPLES += _linalg_samples()

@@ -19,16 +19,23 @@ from .ops import index_put, take_along_dim  # noqa: F401
 from .ops.indexing import getitem  # noqa: F401
 
 _install()
+del nn  # noqa: F821,F405  (ops.nn, from the star import: chainrule.nn is the nn package)
 
 from . import (  # noqa: E402
     _vmap_backend,  # noqa: E402,F401  (registers the backend of batched values)
     autograd,
     func,
     linalg,
+    nn,
     optim,
+    special,
     viz,
 )
 from .autograd import functional as _functional  # noqa: E402,F401
+from .linalg.torch_functions import *  # noqa: E402,F401,F403
+from .nn.functional import _top_group_norm as group_norm  # noqa: E402,F401
+from .nn.functional import _top_layer_norm as layer_norm  # noqa: E402,F401
+from .nn.functional import rms_norm  # noqa: E402,F401
 
 float32 = _np.float32
 float64 = _np.float64
@@ -47,6 +54,6 @@ bool = _np.bool_  # noqa: A001
 __version__ = "0.1.0"
 
 __all__ = [
-    "Tensor", "TABLE", "autograd", "func", "linalg", "optim", "ops", "viz", "no_grad",
-    "enable_grad", "set_grad_enabled", "is_grad_enabled", "float32", "float64", "device",
+    "Tensor", "TABLE", "autograd", "func", "linalg", "nn", "optim", "ops", "special", "viz",
+    "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "float32", "float64", "device",
 ]

@@ -159,6 +159,7 @@ def make_call(op):
     forward = op.forward
     view = op.view
     single = op.nout == 1 and not view
+    promote = op.promote
 
     if op.arity == 1:
         def call(x, *attrs):
@@ -202,12 +203,12 @@ def make_call(op):
                 if b._requires_grad:
                     mask |= 2
                 if da.__class__ is _ndarray and db.__class__ is _ndarray \
-                        and da.dtype is not db.dtype:
+                        and da.dtype is not db.dtype and promote:
                     da, db = promote_0d(da, db)
             elif b.__class__ is not float:
                 db = _scalar(b)
                 if da.__class__ is _ndarray and db.__class__ is _ndarray \
-                        and da.dtype is not db.dtype:
+                        and da.dtype is not db.dtype and promote:
                     da, db = promote_0d(da, db)
             else:
                 db = b
@@ -249,7 +250,7 @@ def make_call(op):
                 else:
                     datas.append(x if x.__class__ in _PY_SCALARS else _scalar(x))
                 bit <<= 1
-            if not op.variadic:
+            if promote and not op.variadic:
                 datas = promote_all_0d(datas)
             try:
                 out = forward(datas, *attrs) if op.variadic else forward(*datas, *attrs)

@@ -23,6 +23,17 @@ _SAME_NAME = [
     "le", "gt", "ge", "eq", "ne", "isnan", "isfinite", "logical_not", "take_along_dim",
     "isclose", "allclose", "equal", "dist", "flip", "fliplr", "flipud", "roll", "rot90",
     "narrow", "select", "unflatten", "tensor_split", "tile", "swapdims", "moveaxis",
+    "acos", "arccos", "asin", "arcsin", "atan", "arctan", "atan2", "arctan2", "sinh", "cosh",
+    "asinh", "arcsinh", "acosh", "arccosh", "atanh", "arctanh", "log2", "log10", "exp2",
+    "rsqrt", "hypot", "logaddexp", "logaddexp2", "xlogy", "lgamma", "digamma", "erfc",
+    "erfinv", "sinc", "floor", "ceil", "round", "trunc", "fix", "frac", "fmod", "remainder",
+    "floor_divide", "clamp_min", "clamp_max", "addcmul", "addcdiv", "lerp", "nan_to_num",
+    "copysign", "fmax", "fmin", "sgn", "negative", "absolute", "multiply", "subtract",
+    "divide", "i0", "logit", "mvlgamma",
+    # reductions, scans and sorting (ops/reduction.py, ops/scans.py, ops/sorting.py)
+    "cumsum", "cumprod", "logcumsumexp", "cummax", "cummin", "sort", "argsort", "msort",
+    "topk", "kthvalue", "median", "nanmedian", "quantile", "nanquantile", "nansum",
+    "nanmean", "diff", "count_nonzero", "aminmax", "cov", "corrcoef",
 ]
 
 
@@ -131,16 +142,13 @@ def _inplace_variant(fn, op_name):
     return method
 
 
-def masked_fill(input, mask, value):
-    """``value`` where ``mask`` is True, ``input`` elsewhere (``mask`` broadcasts to
-    ``input``'s shape); the gradient reaches ``input`` where the mask is False and a
-    tensor ``value`` through the masked entries, summed."""
-    shape = input.shape
-    out = ops.where(mask, value, input)
-    if out.shape != shape:
-        raise RuntimeError(f"masked_fill: mask of shape {tuple(np.shape(_data(mask)))} does not "
-                           f"broadcast to the input's shape {tuple(shape)}")
-    return out
+def _H(self):
+    """The conjugate transpose of a matrix (real: the transpose), as PyTorch's ``Tensor.H``:
+    2-D (or fewer dims) only."""
+    if self.ndim > 2:
+        raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got "
+                           f"{self.ndim}-D tensor.")
+    return ops.t(self)
 
 
 def _setitem(self, index, value):
@@ -285,6 +293,8 @@ def install():
     T.cpu = lambda self: self  # chainrule computes on the CPU
     T.T = property(lambda self: ops.permute(self, tuple(range(self.ndim))[::-1]))
     T.mT = property(lambda self: ops.transpose(self, -2, -1))
+    T.mH = T.mT  # real tensors: the conjugate transpose is the transpose
+    T.H = property(_H)
     # Operators are the ops' own call functions: the hot path of user code.
     T.__add__, T.__sub__, T.__mul__ = ADD.call, SUB.call, MUL.call
     T.__truediv__, T.__pow__ = DIV.call, POW.call
@@ -312,10 +322,35 @@ def install():
         setattr(T, name + "_", method)
     for name in ("neg", "abs", "sign", "exp", "log", "log1p", "expm1", "sqrt", "sin", "cos",
                  "tan", "tanh", "sigmoid", "relu", "erf", "square", "reciprocal", "clamp",
-                 "clip", "pow", "tril", "triu", "index_put"):
+                 "clip", "pow", "tril", "triu", "index_put",
+                 "acos", "arccos", "asin", "arcsin", "atan", "arctan", "sinh", "cosh", "asinh",
+                 "arcsinh", "acosh", "arccosh", "atanh", "arctanh", "log2", "log10", "exp2",
+                 "rsqrt", "lgamma", "digamma", "erfc", "erfinv", "sinc", "floor", "ceil",
+                 "round", "trunc", "fix", "frac", "sgn", "negative", "absolute", "nan_to_num",
+                 "i0", "logit", "mvlgamma", "clamp_min", "clamp_max", "atan2", "arctan2",
+                 "hypot", "xlogy", "fmod", "remainder", "floor_divide", "copysign", "lerp",
+                 "addcmul", "addcdiv", "multiply", "subtract", "divide",
+                 "cumsum", "cumprod"):
         setattr(T, name + "_", _inplace_variant(getattr(ops, name), name))
-    T.masked_fill_ = _inplace_variant(masked_fill, "masked_fill")
-    T.masked_fill = masked_fill
+    T.polygamma = lambda self, n: ops.polygamma(n, self)  # torch: x.polygamma(n)
+    T.polygamma_ = _inplace_variant(T.polygamma, "polygamma")
+    # NumPy's names that PyTorch has as Tensor methods too (chainrule.ops.numpy_names)
+    for name in ("deg2rad", "rad2deg", "ravel", "hsplit", "vsplit", "dsplit"):
+        setattr(T, name, getattr(ops, name))
+    for name in ("deg2rad", "rad2deg"):
+        setattr(T, name + "_", _inplace_variant(getattr(ops, name), name))
+    T.__mod__ = lambda self, other: ops.remainder(self, other)
+    T.__rmod__ = lambda self, other: ops.remainder(other, self)
+    T.__floordiv__ = lambda self, other: ops.floor_divide(self, other)
+    T.__rfloordiv__ = lambda self, other: ops.floor_divide(other, self)
+    # gathers, scatters, index and mask ops (chainrule.ops.scatter), and in place
+    for name in ("gather", "scatter", "scatter_add", "scatter_reduce", "index_select",
+                 "index_add", "index_copy", "index_fill", "masked_fill", "masked_select",
+                 "masked_scatter", "take"):
+        setattr(T, name, getattr(ops, name))
+    for name in ("scatter", "scatter_add", "scatter_reduce", "index_add", "index_copy",
+                 "index_fill", "masked_fill", "masked_scatter"):
+        setattr(T, name + "_", _inplace_variant(getattr(ops, name), name))
     T.__iadd__ = lambda self, other: T.add_(self, other)
     T.__isub__ = lambda self, other: T.sub_(self, other)
     T.__imul__ = lambda self, other: T.mul_(self, other)

@@ -163,7 +163,7 @@ class Op:
     __slots__ = (
         "name", "node_name", "forward", "inputs", "attrs", "vjp_rules", "jvp_rules",
         "math", "source", "nout", "out_diff", "view", "variadic", "pool", "plans", "doc",
-        "arity", "call", "kernel",
+        "arity", "call", "kernel", "promote",
     )
 
     def plan(self, mask):
@@ -215,6 +215,7 @@ def namespace_uses(fn, _seen=None, _globals=None):
 def defop(
     name, forward, inputs, vjp, *, attrs=(), jvp=None, math, source,
     nout=1, out_diff=None, view=False, variadic=False, node_name=None, doc=None,
+    promote=True,
 ):
     """Declare a primitive: its forward kernel, VJP (and JVP) rules, formula and source.
 
@@ -252,6 +253,10 @@ def defop(
     variadic : bool
         True for ops over a sequence of tensors (``cat``, ``einsum``): one input name,
         whose VJP rule returns a list of cotangents.
+    promote : bool
+        True (arithmetic) when a 0-d operand beside a dimensioned one takes its dtype, as
+        PyTorch's type promotion; False for an op with an index input (``cross_entropy``'s
+        class target), which must keep its integer dtype.
     """
     if name in TABLE:
         raise ValueError(f"defop: {name!r} is already in the derivative table")
@@ -267,6 +272,7 @@ def defop(
     op.out_diff = tuple(range(nout)) if out_diff is None else tuple(out_diff)
     op.view = view
     op.variadic = variadic
+    op.promote = promote
     op.math = dict(math)
     op.source = source
     op.doc = doc

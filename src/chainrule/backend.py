@@ -432,6 +432,21 @@ def _resolve(array):
     return _array_api(xp)
 
 
+#: The special functions the derivative table's kernels and rules take from a SciPy-like
+#: ``special`` module (scipy.special on NumPy and Dask, whose ufuncs act on Dask arrays
+#: lazily; cupyx.scipy.special on CuPy), under SciPy's names.
+SPECIAL_FUNCTIONS = ("erfc", "erfinv", "erfcx", "gammaln", "digamma", "zeta", "ndtri",
+                     "log_ndtr", "i0", "i0e", "i1", "i1e", "xlogy", "xlog1py", "entr",
+                     "gamma", "rgamma", "gammasgn", "beta", "j0", "j1", "jn", "y0", "y1",
+                     "yn", "iv", "ive", "gammainc", "gammaincc", "betainc")
+
+
+def _scipy_special(special):
+    """``{name: special.<name>}`` for the :data:`SPECIAL_FUNCTIONS` that ``special`` has."""
+    return {name: getattr(special, name) for name in SPECIAL_FUNCTIONS
+            if hasattr(special, name)}
+
+
 def _numpy_backend():
     import scipy.linalg
     from scipy import special
@@ -440,6 +455,8 @@ def _numpy_backend():
         batch = np.broadcast_shapes(A.shape[:-2], B.shape[:-2])
         A = np.broadcast_to(A, batch + A.shape[-2:])
         B = np.broadcast_to(B, batch + B.shape[-2:])
+        if A.size == 0 or B.size == 0:  # SciPy refuses empty batches; the answer is empty
+            return np.zeros(B.shape, dtype=np.result_type(A, B))
         if left:
             return scipy.linalg.solve_triangular(A, B, lower=not upper,
                                                  unit_diagonal=unitriangular,
@@ -449,8 +466,10 @@ def _numpy_backend():
             A, np.swapaxes(B, -1, -2), trans="T", lower=not upper,
             unit_diagonal=unitriangular, check_finite=False), -1, -2)
 
-    providers = {"expit": special.expit, "erf": special.erf, "swapaxes": np.swapaxes,
+    providers = {"expit": special.expit, "erf": special.erf, **_scipy_special(special),
+                 "swapaxes": np.swapaxes,
                  "solve_triangular": solve_triangular, "cross": np.cross,
+                 "lu": scipy.linalg.lu,
                  "expm": scipy.linalg.expm, "solve_sylvester": scipy.linalg.solve_sylvester,
                  "index_put": _numpy_index_put,
                  "einsum": lambda eq, *ops: np.einsum(eq, *ops, optimize=len(ops) > 2)}
@@ -488,7 +507,7 @@ def _dask():
 
     providers = {
         # scipy's ufuncs act on Dask arrays lazily, chunk by chunk (__array_ufunc__)
-        "expit": special.expit, "erf": special.erf,
+        "expit": special.expit, "erf": special.erf, **_scipy_special(special),
         "einsum": da.einsum, "swapaxes": da.swapaxes, "reshape": reshape,
         "broadcast_to": broadcast_to,
     }
@@ -612,8 +631,8 @@ def _cupy():  # pragma: no cover - needs a GPU
             out[indices] = values
         return out
 
-    providers = {"expit": special.expit, "erf": special.erf, "einsum": cupy.einsum,
-                 "swapaxes": cupy.swapaxes, "index_put": index_put}
+    providers = {"expit": special.expit, "erf": special.erf, **_scipy_special(special),
+                 "einsum": cupy.einsum, "swapaxes": cupy.swapaxes, "index_put": index_put}
     import cupyx.scipy.linalg
 
     if hasattr(cupyx.scipy.linalg, "expm"):

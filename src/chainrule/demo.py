@@ -2,8 +2,10 @@
 
 Three steps, each printed as it runs:
 
-1. train a 64-128-10 MLP (tanh hidden layer, softmax cross-entropy, Adam) on scikit-learn's
-   digits data set and report the test accuracy;
+1. train a 64-128-10 MLP (an ``nn.Module``: ``nn.Linear``, tanh, ``nn.Linear``) with
+   ``nn.CrossEntropyLoss`` and ``optim.Adam`` on scikit-learn's digits data set, as a
+   PyTorch user writes it (``zero_grad``, ``backward``, ``step``), and report the test
+   accuracy;
 2. ``gradcheck`` the trained model's loss against all four of its parameters on a small
    float64 batch;
 3. run the bundled custom-``Function`` examples from the repository's ``examples/`` folder
@@ -17,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import io
-import math
 import sys
 import time
 import traceback
@@ -26,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 import chainrule as cr
+from chainrule import nn
 
 #: Training epochs of the demo (about a second on 2 cores).
 DEFAULT_EPOCHS = 30
@@ -92,8 +94,8 @@ def load_digits_split(seed=_SEED, dtype=np.float32):
     return train_test_split(X, y, test_size=0.2, random_state=seed, stratify=y)
 
 
-class MLP:
-    """A two-layer perceptron ``tanh(x W1 + b1) W2 + b2`` returning logits.
+class MLP(nn.Module):
+    """A two-layer perceptron ``Linear -> tanh -> Linear`` returning logits.
 
     Parameters
     ----------
@@ -104,32 +106,21 @@ class MLP:
 
     Attributes
     ----------
-    W1, b1, W2, b2 : Tensor
-        Leaf parameters (``requires_grad=True``), initialised with ``chainrule.randn`` scaled
-        by ``1/sqrt(fan_in)`` (weights) and zeros (biases).
+    hidden, output : chainrule.nn.Linear
+        The layers, initialised as PyTorch's ``nn.Linear`` (from chainrule's generator, so
+        ``chainrule.manual_seed`` fixes them). ``parameters()`` yields ``hidden.weight``
+        (128, 64), ``hidden.bias``, ``output.weight`` (10, 128) and ``output.bias``.
     """
 
     def __init__(self, sizes=(64, 128, 10), dtype=np.float32):
+        super().__init__()
         n_in, n_hidden, n_out = sizes
-        self.W1 = cr.tensor(cr.randn(n_in, n_hidden) / math.sqrt(n_in), dtype=dtype,
-                            requires_grad=True)
-        self.b1 = cr.zeros(n_hidden, dtype=dtype, requires_grad=True)
-        self.W2 = cr.tensor(cr.randn(n_hidden, n_out) / math.sqrt(n_hidden), dtype=dtype,
-                            requires_grad=True)
-        self.b2 = cr.zeros(n_out, dtype=dtype, requires_grad=True)
+        self.hidden = nn.Linear(n_in, n_hidden, dtype=dtype)
+        self.output = nn.Linear(n_hidden, n_out, dtype=dtype)
 
-    @property
-    def parameters(self):
-        """list of Tensor: ``[W1, b1, W2, b2]``."""
-        return [self.W1, self.b1, self.W2, self.b2]
-
-    @staticmethod
-    def forward(x, W1, b1, W2, b2):
-        """Logits of a batch ``x`` (shape (n, 64)) under the given parameters."""
-        return (x @ W1 + b1).tanh() @ W2 + b2
-
-    def __call__(self, x):
-        return self.forward(x, *self.parameters)
+    def forward(self, x):
+        """Logits (n, 10) of a batch ``x`` of shape (n, 64)."""
+        return self.output(cr.tanh(self.hidden(x)))
 
 
 def train(model, X, y, *, epochs=DEFAULT_EPOCHS, batch_size=32, lr=3e-3, seed=_SEED, quiet=False):
@@ -137,7 +128,8 @@ def train(model, X, y, *, epochs=DEFAULT_EPOCHS, batch_size=32, lr=3e-3, seed=_S
 
     Parameters
     ----------
-    model : MLP
+    model : chainrule.nn.Module
+        Maps a batch (n, 64) to logits (n, 10).
     X : ndarray, shape (n, 64)
     y : ndarray of int, shape (n,)
     epochs, batch_size : int
@@ -156,7 +148,9 @@ def train(model, X, y, *, epochs=DEFAULT_EPOCHS, batch_size=32, lr=3e-3, seed=_S
     from tqdm.auto import tqdm
 
     rng = np.random.default_rng(seed)
-    opt = cr.optim.Adam(model.parameters, lr=lr)
+    optimizer = cr.optim.Adam(model.parameters(), lr=lr)
+    loss_fn = nn.CrossEntropyLoss()
+    model.train()
     n = len(X)
     history = []
     bar = tqdm(range(epochs), desc="training", unit="epoch", disable=quiet, leave=True)
@@ -165,10 +159,11 @@ def train(model, X, y, *, epochs=DEFAULT_EPOCHS, batch_size=32, lr=3e-3, seed=_S
         total = 0.0
         for start in range(0, n, batch_size):
             idx = order[start:start + batch_size]
-            loss = cr.cross_entropy(model(cr.from_numpy(X[idx])), cr.from_numpy(y[idx]))
-            opt.zero_grad()
+            inputs, targets = cr.from_numpy(X[idx]), cr.from_numpy(y[idx])
+            optimizer.zero_grad()
+            loss = loss_fn(model(inputs), targets)
             loss.backward()
-            opt.step()
+            optimizer.step()
             total += loss.item() * len(idx)
         history.append(total / n)
         bar.set_postfix(loss=f"{history[-1]:.4f}")
@@ -178,20 +173,22 @@ def train(model, X, y, *, epochs=DEFAULT_EPOCHS, batch_size=32, lr=3e-3, seed=_S
 
 def accuracy(model, X, y):
     """Fraction of rows of ``X`` whose arg-max logit is the label in ``y``."""
+    model.eval()
     with cr.no_grad():
         pred = model(cr.from_numpy(X)).argmax(dim=1).numpy()
     return float(np.mean(pred == y))
 
 
 def gradcheck_model(model, X, y, n=8):
-    """Gradcheck the cross-entropy loss of ``model`` against W1, b1, W2 and b2.
+    """Gradcheck the cross-entropy loss of ``model`` against all of its parameters.
 
-    The check runs on float64 copies of the parameters and of the first ``n`` samples
-    (finite differences need float64), so it does not touch the model.
+    The check runs ``model`` through :func:`chainrule.func.functional_call` on float64
+    copies of its parameters and of the first ``n`` samples (finite differences need
+    float64), so it does not touch the model.
 
     Parameters
     ----------
-    model : MLP
+    model : chainrule.nn.Module
     X : ndarray, shape (m, 64)
     y : ndarray of int, shape (m,)
     n : int
@@ -206,11 +203,13 @@ def gradcheck_model(model, X, y, n=8):
     """
     xb = cr.tensor(X[:n], dtype=cr.float64)
     yb = cr.from_numpy(np.ascontiguousarray(y[:n]))
-    params = tuple(cr.tensor(p, dtype=cr.float64, requires_grad=True)
-                   for p in model.parameters)
+    names = [name for name, _ in model.named_parameters()]
+    params = tuple(cr.tensor(p.detach(), dtype=cr.float64, requires_grad=True)
+                   for _, p in model.named_parameters())
 
-    def loss_fn(W1, b1, W2, b2):
-        return cr.cross_entropy(MLP.forward(xb, W1, b1, W2, b2), yb)
+    def loss_fn(*flat):
+        logits = cr.func.functional_call(model, dict(zip(names, flat)), (xb,))
+        return nn.functional.cross_entropy(logits, yb)
 
     try:
         ok = cr.autograd.gradcheck(loss_fn, params, eps=1e-6, atol=1e-5, rtol=1e-3)
@@ -320,7 +319,7 @@ def run(epochs=DEFAULT_EPOCHS, quiet=False, examples=True):
     _say(quiet, "\n== 2. gradcheck of the loss against W1, b1, W2, b2 (8 samples, float64) ==")
     t1 = time.perf_counter()
     grad_ok, message = gradcheck_model(model, X_test, y_test, n=8)
-    n_params = sum(p.numel() for p in model.parameters)
+    n_params = sum(p.numel() for p in model.parameters())
     _say(quiet, f"gradcheck over {n_params} parameters: {'passed' if grad_ok else 'FAILED'} "
                 f"({time.perf_counter() - t1:.1f} s)")
     if not grad_ok:

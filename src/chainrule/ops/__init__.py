@@ -9,12 +9,18 @@ from ..backend import backend_of as _backend_of
 from .comparison import *  # noqa: F401,F403
 from .einsum import *  # noqa: F401,F403
 from .elementwise import *  # noqa: F401,F403
+from .elementwise_more import *  # noqa: F401,F403
 from .indexing import *  # noqa: F401,F403
 from .matmul import *  # noqa: F401,F403
 from .nn import *  # noqa: F401,F403
+from .numpy_names import *  # noqa: F401,F403
 from .rearrange import *  # noqa: F401,F403
 from .reduction import *  # noqa: F401,F403
+from .scans import *  # noqa: F401,F403
+from .scatter import *  # noqa: F401,F403
 from .shape import *  # noqa: F401,F403
+from .sorting import *  # noqa: F401,F403
+from .special_fns import *  # noqa: F401,F403
 
 # Errors raised while these functions prepare their arguments name the op (the kernels'
 # errors are named by the dispatcher). Not the hot elementwise functions and reductions.

@@ -13,7 +13,7 @@ import operator
 import numpy as np
 
 from .._dispatch import ShapeError, apply
-from .._table import defop, documented, elementwise
+from .._table import TABLE, defop, documented, elementwise
 from .._tensor import Tensor, wrap
 from ..backend import NUMPY, backend_of, dtype_kind, native_dtype, xp_kernel
 
@@ -157,10 +157,16 @@ def mul(input, other):
 
 @documented(DIV)
 def div(input, other, *, rounding_mode=None):
-    """Elementwise true division with NumPy broadcasting (``rounding_mode`` must be None)."""
-    if rounding_mode is not None:
-        raise NotImplementedError("div: rounding_mode is not differentiable; use floor on data")
-    return apply(DIV, (input, other))
+    """Elementwise true division with NumPy broadcasting. ``rounding_mode="trunc"`` rounds
+    the quotient toward zero, ``"floor"`` down (as ``floor_divide``); both have a zero
+    gradient, as in PyTorch."""
+    if rounding_mode is None:
+        return apply(DIV, (input, other))
+    if rounding_mode == "floor":  # the ops of chainrule.ops.elementwise_more, by name
+        return apply(TABLE["floor_divide"], (input, other))
+    if rounding_mode == "trunc":
+        return apply(TABLE["trunc"], (apply(DIV, (input, other)),))
+    raise ValueError(f"div: rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}")
 
 
 true_divide = div
@@ -282,15 +288,19 @@ CLAMP_TENSOR = defop(
     "clamp_tensor",
     xp_kernel(lambda xp, x, lo, hi: xp.minimum(xp.maximum(x, lo), hi)), ("self", "min", "max"),
     vjp={"self": lambda F, g, self, min, max: g * _mask(F, (self >= min) & (self <= max), g),
-         "min": lambda F, g, self, min: g * _mask(F, self < min, g),
-         "max": lambda F, g, self, max: g * _mask(F, self > max, g)},
+         "min": lambda F, g, self, min, max: g * _mask(F, (self < min) & (min < max), g),
+         "max": lambda F, g, self, min, max: g * _mask(F, (self > max) | (max < min), g)},
     jvp={"self": lambda F, t, self, min, max: t * _mask(F, (self >= min) & (self <= max), t),
-         "min": lambda F, t, self, min: t * _mask(F, self < min, t),
-         "max": lambda F, t, self, max: t * _mask(F, self > max, t)},
+         "min": lambda F, t, self, min, max: t * _mask(F, (self < min) & (min < max), t),
+         "max": lambda F, t, self, min, max: t * _mask(F, (self > max) | (max < min), t)},
     math={"self": "grad_x = grad * [min <= x <= max]  (boundaries pass, as with number bounds)",
-          "min": "grad_min = grad * [x < min]", "max": "grad_max = grad * [x > max]",
-          "out": "dy = [min <= x <= max] dx + [x < min] dmin + [x > max] dmax"},
-    source=CALCULUS + "; PyTorch's clamp.Tensor backward (ties pass the gradient to x)",
+          "min": "grad_min = grad * [x < min and min < max]",
+          "max": "grad_max = grad * [x > max or max < min]  (where min > max the result "
+                 "is max)",
+          "out": "dy = [min <= x <= max] dx + [x < min < max] dmin + [x > max or max < min] "
+                 "dmax"},
+    source=CALCULUS + "; PyTorch's clamp.Tensor backward (clamp_backward_min_max: ties pass "
+           "the gradient to x, and where min > max the output is max)",
     node_name="ClampBackward1",
 )
 
@@ -409,7 +419,7 @@ def _compare(ufunc, op):
     def fn(input, other):
         a, b = _data(input), _data(other)
         if a.__class__ is np.ndarray or b.__class__ is np.ndarray:
-            return wrap(ufunc(a, b))
+            return wrap(np.asarray(ufunc(a, b)))  # (a 0-d result stays an array)
         return wrap(op(a, b))  # another backend's array (or scalars): its own operator
 
     fn.__name__ = ufunc.__name__
@@ -425,7 +435,9 @@ lt, le, gt, ge, eq, ne = (_compare(u, o) for u, o in (
 def _predicate(name):
     def fn(input):
         a = _data(input)
-        return wrap(getattr(np if a.__class__ is np.ndarray else backend_of(a).xp, name)(a))
+        if a.__class__ is np.ndarray:
+            return wrap(np.asarray(getattr(np, name)(a)))  # (a 0-d result stays an array)
+        return wrap(getattr(backend_of(a).xp, name)(a))
 
     return fn
 

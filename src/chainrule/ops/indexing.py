@@ -124,15 +124,62 @@ def index_put(input, indices, values, accumulate=False):
     return apply(INDEX_PUT, (input, values), (index, bool(accumulate)))
 
 
-def take_along_dim(input, indices, dim):
-    """``numpy.take_along_axis``: pick entries along ``dim`` at integer ``indices`` (which
-    broadcast with ``input`` on the other dims); recorded as advanced indexing."""
-    x = input._data if isinstance(input, Tensor) else np.asarray(input)
+def take_along_dim(input, indices, dim=None):
+    """PyTorch's ``take_along_dim`` (NumPy's ``take_along_axis``): entries of ``input``
+    picked along ``dim`` at ``indices`` (int64; negative ones count from the end), the two
+    broadcasting against each other on the other dims. ``dim=None`` takes from ``input``
+    flattened at ``indices`` flattened. Recorded as advanced indexing (``index``)."""
+    if not isinstance(input, Tensor):
+        from .._creation import as_tensor
+
+        input = as_tensor(input)
     idx = indices._data if isinstance(indices, Tensor) else np.asarray(indices)
-    d = dim % x.ndim
-    grids = np.ogrid[tuple(slice(n) for n in idx.shape)]
-    index = tuple(idx if i == d else np.broadcast_to(grids[i], idx.shape)
-                  for i in range(x.ndim))
-    return getitem(input, index)
+    if idx.__class__ is not np.ndarray:
+        idx = np.asarray(backend_of(idx).to_numpy(idx))
+    if idx.dtype != np.int64 and not (idx.size == 0 and idx.dtype.kind == "f"):
+        raise RuntimeError(f"take_along_dim: dtype of indices should be int64 (Long) but "
+                           f"got {idx.dtype}")
+    idx = idx.astype(np.intp, copy=False)
+    if dim is None:
+        from .shape import reshape
 
+        input, idx, d = reshape(input, (-1,)), idx.reshape(-1), 0
+    else:
+        if input.ndim != idx.ndim:
+            raise RuntimeError(f"take_along_dim: input and indices should have the same "
+                               f"number of dimensions, but got {input.ndim} dimensions for "
+                               f"input, and {idx.ndim} dimensions for indices")
+        top = max(input.ndim, 1)
+        if not -top <= dim < top:
+            raise IndexError(f"take_along_dim: Dimension out of range (expected to be in "
+                             f"range of [{-top}, {top - 1}], but got {dim})")
+        d = dim % top
+    shape = tuple(input.shape)
+    if not shape:  # 0-d input and index: the value itself (index 0 or -1)
+        from .shape import reshape
 
+        picked = take_along_dim(reshape(input, (1,)), idx.reshape(1).astype(np.int64), 0)
+        return reshape(picked, ())
+    n = shape[d]
+    if idx.size:
+        idx = np.where(idx < 0, idx + n, idx)
+        bad = (idx < 0) | (idx >= n)
+        if bad.any():
+            first = int(idx[bad].flat[0])
+            raise IndexError(f"take_along_dim: index {first if first >= 0 else first - n} "
+                             f"is out of bounds for dimension {d} with size {n}")
+    others = [i for i in range(len(shape)) if i != d]
+    try:
+        np.broadcast_shapes(tuple(shape[i] for i in others), tuple(idx.shape[i] for i in others))
+    except ValueError:
+        raise RuntimeError(f"take_along_dim: the shapes of input {list(shape)} and indices "
+                           f"{list(idx.shape)} do not broadcast apart from dimension "
+                           f"{d}") from None
+    index = []
+    for i in range(len(shape)):
+        if i == d:
+            index.append(idx)
+        else:
+            grid = np.arange(shape[i])  # size 1: index 0, broadcast against indices
+            index.append(grid.reshape([shape[i] if j == i else 1 for j in range(len(shape))]))
+    return getitem(input, tuple(index))

@@ -122,7 +122,26 @@ def dot(input, tensor):
     return apply(MATMUL, (input, tensor))
 
 
-inner = dot
+def inner(input, other):
+    """The inner product over the last dims: shape ``input.shape[:-1] + other.shape[:-1]``
+    (a product when either is 0-d), as ``torch.inner``; an einsum."""
+    from .einsum import einsum
+    from .elementwise import mul
+
+    a_nd = input.ndim if isinstance(input, Tensor) else np.ndim(input)
+    b_nd = other.ndim if isinstance(other, Tensor) else np.ndim(other)
+    if a_nd == 0 or b_nd == 0:
+        return mul(input, other)
+    a_shape, b_shape = np.shape(input), np.shape(other)
+    if a_shape[-1] != b_shape[-1]:
+        raise RuntimeError(f"inner() the last dimension must match on both input tensors but "
+                           f"got shapes {tuple(a_shape)} and {tuple(b_shape)}")
+    if a_nd == 1 and b_nd == 1:
+        return dot(input, other)
+    letters = "abcdefghjklmnopqrstuvwxyz"
+    a = letters[:a_nd - 1]
+    b = letters[a_nd - 1:a_nd + b_nd - 2]
+    return einsum(f"{a}i,{b}i->{a}{b}", input, other)
 
 
 def outer(input, vec2):
@@ -146,7 +165,14 @@ TRACE = defop(
 
 @documented(TRACE)
 def trace(input):
-    """Sum of the main diagonal of a 2-D tensor."""
+    """Sum of the main diagonal of a 2-D tensor; for a batch of matrices (..., n, m) the
+    trace of each, shape (...) (PyTorch's trace takes 2-D input only; a batch is summed
+    along ``diagonal(input, 0, -2, -1)``, an exact composition)."""
+    nd = input.ndim if isinstance(input, Tensor) else np.ndim(input)
+    if nd > 2:
+        from .reduction import sum as _sum
+
+        return _sum(diagonal(input, 0, -2, -1), -1)
     _check_ndim("trace", "input", input, 2)
     return apply(TRACE, (input,))
 

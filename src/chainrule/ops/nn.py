@@ -22,12 +22,16 @@ __all__ = ["softmax", "log_softmax", "cross_entropy"]
 
 @xp_kernel
 def _softmax(xp, x, dim):
+    if x.size == 0:  # max has no identity; an empty softmax is empty
+        return x * 1
     e = xp.exp(x - xp.max(x, axis=dim, keepdims=True))
     return e / xp.sum(e, axis=dim, keepdims=True)
 
 
 @xp_kernel
 def _log_softmax(xp, x, dim):
+    if x.size == 0:
+        return x * 1
     z = x - xp.max(x, axis=dim, keepdims=True)
     return z - xp.log(xp.sum(xp.exp(z), axis=dim, keepdims=True))
 
@@ -119,6 +123,7 @@ CROSS_ENTROPY = defop(
                  "- log_softmax(x)_nc dt_nc]"},
     source="Bishop, Pattern Recognition and Machine Learning (2006), eq. 4.109 (softmax with "
            "cross-entropy); loss = -sum_c t_c log_softmax(x)_c is linear in t",
+    promote=False,  # a 0-d class index keeps its integer dtype beside 1-D logits
 )
 
 
@@ -134,14 +139,23 @@ def _dim(dim, x, op):
 
 @documented(SOFTMAX)
 def softmax(input, dim):
-    """``exp(x) / sum(exp(x), dim)``, computed stably."""
-    return apply(SOFTMAX, (input,), (_dim(dim, input, "softmax"),))
+    """``exp(x) / sum(exp(x), dim)``, computed stably (a 0-d input is one value: 1)."""
+    return _on_1d(SOFTMAX, input, _dim(dim, input, "softmax"))
+
+
+def _on_1d(op, input, dim):
+    """``op`` along ``dim``; a 0-d input goes through as one entry of a 1-D tensor."""
+    if (input.ndim if isinstance(input, Tensor) else np.ndim(input)) == 0:
+        from .shape import reshape
+
+        return reshape(apply(op, (reshape(input, (1,)),), (0,)), ())
+    return apply(op, (input,), (dim,))
 
 
 @documented(LOG_SOFTMAX)
 def log_softmax(input, dim):
-    """``x - logsumexp(x, dim)``, computed stably."""
-    return apply(LOG_SOFTMAX, (input,), (_dim(dim, input, "log_softmax"),))
+    """``x - logsumexp(x, dim)``, computed stably (a 0-d input is one value: 0)."""
+    return _on_1d(LOG_SOFTMAX, input, _dim(dim, input, "log_softmax"))
 
 
 @documented(CROSS_ENTROPY)

@@ -9,14 +9,17 @@ moves the cotangent back. None declares a rule of its own.
 
 from __future__ import annotations
 
+import numpy as np
+
 from .._dispatch import ShapeError
+from .._tensor import Tensor
 from ._dims import wrap_dim
 from .indexing import getitem
 from .shape import cat, expand, movedim, reshape, transpose, unsqueeze
 
 __all__ = ["flip", "fliplr", "flipud", "roll", "rot90", "narrow", "select", "unflatten",
            "tensor_split", "hstack", "vstack", "column_stack", "meshgrid", "tile", "repeat",
-           "swapdims", "moveaxis"]
+           "swapdims", "moveaxis", "numel"]
 
 
 def _dims(dims, ndim, op):
@@ -116,7 +119,14 @@ def tensor_split(input, indices_or_sections, dim=0):
     longer), or the pieces between the given indices."""
     d = wrap_dim(dim, input.ndim, "tensor_split")
     size = input.shape[d]
-    if isinstance(indices_or_sections, int):
+    if isinstance(indices_or_sections, Tensor):  # a 0-d count or a 1-D list of indices
+        values = np.asarray(indices_or_sections.detach().numpy())
+        if values.dtype.kind not in "iu" or values.ndim > 1:
+            raise TypeError(f"tensor_split: a tensor indices_or_sections must be a 0-d or "
+                            f"1-D integer tensor, got shape {values.shape} and dtype "
+                            f"{values.dtype}")
+        indices_or_sections = int(values) if values.ndim == 0 else values.tolist()
+    if isinstance(indices_or_sections, (int, np.integer)):
         n = indices_or_sections
         if n < 1:
             raise ValueError(f"tensor_split: number of sections must be positive, got {n}")
@@ -202,3 +212,10 @@ def swapdims(input, dim0, dim1):
 def moveaxis(input, source, destination):
     """Alias of :func:`chainrule.movedim`."""
     return movedim(input, source, destination)
+
+
+def numel(input):
+    """The number of entries of ``input`` (an int), as ``torch.numel``."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"numel: expected a Tensor, got {type(input).__name__}")
+    return int(np.prod(input.shape, dtype=np.int64))

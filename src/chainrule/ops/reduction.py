@@ -14,10 +14,10 @@ import math
 
 import numpy as np
 
-from .._dispatch import apply
+from .._dispatch import apply, name_errors
 from .._table import defop, documented
 from .._tensor import Tensor
-from ..backend import backend_of, on_device_of, xp_kernel
+from ..backend import backend_of, dtype_kind, numpy_dtype, on_device_of, xp_kernel
 from ._dims import wrap_dim, wrap_dims
 
 __all__ = ["sum", "mean", "prod", "amax", "amin", "max", "min", "var", "std", "logsumexp",
@@ -481,13 +481,326 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
                                       bool(keepdim)))
 
 
+MATRIX_NORM = [None]  # filled by chainrule.linalg (a higher layer) with its matrix_norm
+
+
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     """``torch.norm``: ``p="fro"`` or a number gives :func:`vector_norm` over ``dim``
-    (all entries when None). Matrix norms (``"nuc"``) are in ``chainrule.linalg``."""
+    (all entries when None); ``p="nuc"`` the nuclear norm (the sum of the singular
+    values, ``chainrule.linalg.matrix_norm``) over the two dims ``dim`` (the last two of a
+    2-D input when None)."""
     if p == "fro":
         p = 2
+    if p == "nuc":
+        # chainrule.linalg sits above the ops: it registers its matrix_norm here
+        matrix_norm = MATRIX_NORM[0]
+        if matrix_norm is None:
+            raise RuntimeError("norm: p='nuc' needs chainrule.linalg (import chainrule)")
+
+        if dim is None:
+            if _ndim(input) != 2:
+                raise RuntimeError(f"norm: p='nuc' with dim=None needs a 2-D input, got "
+                                   f"{_ndim(input)} dims (pass dim, two dims)")
+            dim = (0, 1)
+        if isinstance(dim, (int, np.integer)) or len(dim) != 2:
+            raise RuntimeError("norm: p='nuc' needs dim to be a pair of dims")
+        return matrix_norm(input, "nuc", tuple(dim), keepdim, dtype=dtype)
     if isinstance(p, str):
-        raise NotImplementedError(
-            f"norm: p={p!r} is a matrix norm; use chainrule.linalg.matrix_norm"
-        )
+        raise ValueError(f"norm: p must be 'fro', 'nuc' or a number, got {p!r}")
     return vector_norm(input, p, dim, keepdim, dtype=dtype)
+
+
+# --- NaN-ignoring reductions, moments, cov / corrcoef, differences, integrals ------------
+# Compositions of the primitives above and of the elementwise ones (their gradients follow
+# from those), as PyTorch composes them.
+
+
+def _nan_zeroed(input):
+    from .elementwise import isnan, where
+
+    return where(isnan(input), 0.0, input)
+
+
+def nansum(input, dim=None, keepdim=False, *, dtype=None):
+    """:func:`sum` treating NaN as zero (their gradient is zero). Composition:
+    ``sum(where(isnan(x), 0, x))``."""
+    if not _is_float(input):
+        return sum(input, dim, keepdim, dtype=dtype)
+    return sum(_nan_zeroed(input), dim, keepdim, dtype=dtype)
+
+
+def nanmean(input, dim=None, keepdim=False, *, dtype=None):
+    """:func:`mean` of the non-NaN entries (NaN where a slice has none). Composition:
+    ``nansum(x) / count of non-NaN``."""
+    from .elementwise import isnan, logical_not
+
+    if not _is_float(input):
+        raise RuntimeError(f"nanmean(): expected input to have floating point or complex "
+                           f"dtype but got {input.dtype}")
+    count = sum(logical_not(isnan(input)), dim, keepdim, dtype=input.dtype)
+    with np.errstate(divide="ignore", invalid="ignore"):  # an all-NaN slice: NaN, silently
+        return nansum(input, dim, keepdim, dtype=dtype) / count
+
+
+def _is_float(x):
+    dt = x.dtype if isinstance(x, Tensor) else np.asarray(x).dtype
+    return dtype_kind(dt) in "fc"
+
+
+def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """``(var(input, ...), mean(input, dim, keepdim))`` with :func:`var`'s arguments (a
+    positional bool is ``unbiased``)."""
+    dim, unbiased = _dim_or_unbiased(dim, unbiased)
+    return (var(input, dim, unbiased, keepdim, correction=correction),
+            mean(input, dim, keepdim))
+
+
+def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """``(std(input, ...), mean(input, dim, keepdim))`` (see :func:`var_mean`)."""
+    dim, unbiased = _dim_or_unbiased(dim, unbiased)
+    return (std(input, dim, unbiased, keepdim, correction=correction),
+            mean(input, dim, keepdim))
+
+
+def _weights(w, name, n_obs):
+    from .._creation import as_tensor
+
+    if w is None:
+        return None
+    w = w if isinstance(w, Tensor) else as_tensor(np.asarray(w))
+    if w.ndim > 1:
+        raise RuntimeError(f"cov(): expected {name} to have one or fewer dimensions but got "
+                           f"{w.ndim} dimensions")
+    if w.numel() != n_obs:
+        raise RuntimeError(f"cov(): expected {name} to have the same numel as there are "
+                           f"observations in the input, but got {w.numel()} != {n_obs}")
+    return w
+
+
+def cov(input, *, correction=1, fweights=None, aweights=None):
+    """Covariance matrix of the variables in the rows of ``input`` (observations in the
+    columns; a 1-D input is one variable), as ``torch.cov``: integer frequency weights
+    ``fweights``, observation weights ``aweights``, and ``correction`` (1: Bessel's).
+    Composition of sums, a matmul and a division (PyTorch's own composition)."""
+    from .shape import reshape, squeeze
+
+    if input.ndim > 2:
+        raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got "
+                           f"an input with {input.ndim} dimensions")
+    x = reshape(input, (1, -1)) if input.ndim < 2 else input
+    n_obs = x.shape[1]
+    fw = _weights(fweights, "fweights", n_obs)
+    aw = _weights(aweights, "aweights", n_obs)
+    if fw is not None:
+        fd = np.asarray(fw._data)
+        if fd.dtype.kind not in "iu":
+            raise RuntimeError("cov(): expected fweights to have integral dtype")
+        if np.any(fd < 0):
+            raise RuntimeError("cov(): fweights cannot be negative")
+    if aw is not None:
+        ad = np.asarray(aw._data)
+        if ad.dtype.kind not in "f":
+            raise RuntimeError("cov(): expected aweights to have floating point dtype")
+        if np.any(ad < 0):
+            raise RuntimeError("cov(): aweights cannot be negative")
+    w = fw
+    if aw is not None:
+        w = aw if w is None else w * aw
+    if w is None:
+        w_sum = n_obs
+        avg = mean(x, 1)
+    else:
+        w_sum = sum(w)
+        avg = sum(x * w, 1) / w_sum
+    if w is None or correction == 0:
+        norm_factor = w_sum - correction
+    elif aw is None:
+        norm_factor = w_sum - correction
+    else:
+        norm_factor = w_sum - correction * sum(w * aw) / w_sum
+    nf = np.asarray(norm_factor._data if isinstance(norm_factor, Tensor) else norm_factor)
+    if nf <= 0:
+        import warnings
+
+        warnings.warn("cov(): degrees of freedom is <= 0", RuntimeWarning, stacklevel=2)
+        norm_factor = 0.0 * norm_factor if isinstance(norm_factor, Tensor) else 0.0
+    xc = x - reshape(avg, (-1, 1))
+    from .shape import transpose
+
+    c = xc @ transpose(xc * w if w is not None else xc, 0, 1)  # Tensor.__matmul__: mm
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = c / norm_factor
+    return squeeze(out)
+
+
+def corrcoef(input):
+    """Pearson correlation coefficients of the rows of ``input`` (``cov`` normalised by the
+    standard deviations, clipped to [-1, 1] as ``torch.corrcoef``). Composition."""
+    from .elementwise import clamp, sqrt
+    from .shape import reshape
+
+    c = cov(input)
+    if c.ndim == 0:
+        return c / c
+    d = sqrt(c.diagonal())
+    c = c / reshape(d, (-1, 1))
+    c = c / reshape(d, (1, -1))
+    return clamp(c, -1, 1)
+
+
+def diff(input, n=1, dim=-1, prepend=None, append=None):
+    """The ``n``-th forward difference ``x[i+1] - x[i]`` along ``dim``, after concatenating
+    ``prepend`` / ``append`` along it (as ``torch.diff``). Composition of slices and a
+    subtraction; a bool input gives ``!=`` (no gradient)."""
+    from .rearrange import narrow
+    from .shape import broadcast_to, cat
+
+    if input.ndim == 0:
+        raise RuntimeError("diff expects input to be at least one-dimensional")
+    if n < 0:
+        raise RuntimeError(f"order must be non-negative but got {n}")
+    d = wrap_dim(dim, input.ndim, "diff")
+    def as_part(extra):
+        if not isinstance(extra, Tensor):
+            from .._creation import as_tensor
+
+            extra = as_tensor(np.asarray(extra, dtype=numpy_dtype(input.dtype)))
+        if extra.ndim == 0:
+            shape = list(input.shape)
+            shape[d] = 1
+            extra = broadcast_to(extra, tuple(shape))
+        return extra
+
+    parts = ([] if prepend is None else [as_part(prepend)]) + [input] + \
+        ([] if append is None else [as_part(append)])
+    x = cat(parts, dim=d) if len(parts) > 1 else input
+    boolean = dtype_kind(x.dtype) == "b"
+    for _ in range(n):
+        m = x.shape[d]
+        if m == 0:
+            break
+        hi, lo = narrow(x, d, 1, m - 1), narrow(x, d, 0, m - 1)
+        if boolean:
+            from .._tensor import wrap
+
+            x = wrap(hi._data != lo._data)
+        else:
+            x = hi - lo
+    return x
+
+
+def _trapezoid_terms(y, x, dx, dim, name):
+    from .rearrange import narrow
+    from .shape import reshape
+
+    d = wrap_dim(dim, y.ndim, name)
+    m = y.shape[d]
+    if m == 0:
+        return None, d
+    avg = (narrow(y, d, 1, m - 1) + narrow(y, d, 0, m - 1)) * 0.5
+    if x is None:
+        return avg * (1.0 if dx is None else dx), d
+    if not isinstance(x, Tensor):
+        from .._creation import as_tensor
+
+        x = as_tensor(np.asarray(x, dtype=np.float64))
+    if x.ndim == 1:
+        if x.shape[0] != m:
+            raise RuntimeError(f"{name}: There must be one `x` value for each sample point")
+        shape = [1] * y.ndim
+        shape[d] = m - 1
+        step = reshape(diff(x), tuple(shape))
+    else:
+        step = diff(x, dim=d - y.ndim if x.ndim != y.ndim else d)
+    return avg * step, d
+
+
+def trapezoid(y, x=None, *, dx=None, dim=-1):
+    """The trapezoidal rule along ``dim``: sample points ``x`` (1-D along ``dim``, or
+    broadcasting with ``y``) or a constant spacing ``dx`` (1 by default). Composition."""
+    if x is not None and dx is not None:
+        raise TypeError("trapezoid: pass either x or dx, not both")
+    terms, d = _trapezoid_terms(y, x, dx, dim, "trapezoid")
+    if terms is None:
+        shape = tuple(n for i, n in enumerate(y.shape) if i != d)
+        from .._creation import zeros
+
+        return zeros(shape, dtype=y.dtype)
+    return sum(terms, d)
+
+
+trapz = trapezoid
+
+
+def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
+    """The running trapezoidal integral along ``dim`` (one entry fewer than ``y``).
+    Composition: ``cumsum`` of the trapezoid terms."""
+    from .scans import cumsum
+
+    if x is not None and dx is not None:
+        raise TypeError("cumulative_trapezoid: pass either x or dx, not both")
+    terms, d = _trapezoid_terms(y, x, dx, dim, "cumulative_trapezoid")
+    return cumsum(terms, d)
+
+
+def count_nonzero(input, dim=None):
+    """Number of non-zero entries over ``dim`` (an int or tuple; all when None): an int64
+    tensor, no gradient."""
+    from .._tensor import wrap
+
+    data = input._data if isinstance(input, Tensor) else np.asarray(input)
+    xp = backend_of(data).xp
+    dims = _dims(dim, data.ndim, "count_nonzero")
+    return wrap(xp.astype(xp.sum(xp.astype(data != 0, xp.int64), axis=dims), xp.int64))
+
+
+aminmax_return = collections.namedtuple("aminmax", ["min", "max"])
+
+
+def aminmax(input, *, dim=None, keepdim=False):
+    """``(amin, amax)`` over ``dim`` (all entries when None) as an ``aminmax`` named tuple;
+    ties share the gradient. Composition of ``amin`` and ``amax``."""
+    if dim is None:
+        return aminmax_return(amin(input, (), keepdim), amax(input, (), keepdim))
+    if _ndim(input) > 0 and input.shape[wrap_dim(dim, _ndim(input), "aminmax")] == 0:
+        raise IndexError("aminmax(): Expected reduction dim {} to have non-zero size."
+                         .format(dim))
+    return aminmax_return(amin(input, dim, keepdim), amax(input, dim, keepdim))
+
+
+# --- NumPy's spellings: axis= for dim, keepdims= for keepdim (PyTorch accepts both) -----
+
+_NOT_GIVEN = object()
+
+
+def _numpy_spellings(fn):
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*args, axis=_NOT_GIVEN, keepdims=_NOT_GIVEN, **kwargs):
+        if axis is not _NOT_GIVEN:
+            if "dim" in kwargs:
+                raise TypeError(f"{fn.__name__}() got both 'dim' and its alias 'axis'")
+            kwargs["dim"] = axis
+        if keepdims is not _NOT_GIVEN:
+            if "keepdim" in kwargs:
+                raise TypeError(f"{fn.__name__}() got both 'keepdim' and its alias 'keepdims'")
+            kwargs["keepdim"] = keepdims
+        return fn(*args, **kwargs)
+
+    return wrapper
+
+
+sum, mean, prod, amax, amin, max, min, var, std, logsumexp, argmax, argmin, nansum, nanmean, \
+    var_mean, std_mean = (_numpy_spellings(f) for f in (
+        sum, mean, prod, amax, amin, max, min, var, std, logsumexp, argmax, argmin, nansum,
+        nanmean, var_mean, std_mean))
+
+__all__ += ["nansum", "nanmean", "var_mean", "std_mean", "cov", "corrcoef", "diff",
+            "trapezoid", "trapz", "cumulative_trapezoid", "count_nonzero", "aminmax"]
+
+for _name in ("nansum", "nanmean", "var_mean", "std_mean", "cov", "corrcoef", "diff",
+              "trapezoid", "cumulative_trapezoid", "count_nonzero", "aminmax"):
+    globals()[_name] = name_errors(globals()[_name], _name)
+trapz = trapezoid
+del _name

@@ -107,8 +107,13 @@ TRANSPOSE = defop(
 
 @documented(TRANSPOSE)
 def transpose(input, dim0, dim1):
-    """Swap dims ``dim0`` and ``dim1`` (a view)."""
+    """Swap dims ``dim0`` and ``dim1`` (a view). A 0-d tensor takes dims 0 and -1 and is
+    returned as a view of itself, as in PyTorch."""
     nd = len(_shape(input))
+    if nd == 0:
+        wrap_dim(dim0, nd, "transpose")
+        wrap_dim(dim1, nd, "transpose")
+        return apply(RESHAPE, (input,), ((),))
     return apply(TRANSPOSE, (input,), (wrap_dim(dim0, nd, "transpose"),
                                        wrap_dim(dim1, nd, "transpose")))
 

@@ -1,0 +1,198 @@
+"""The rest of ``torch.linalg``, as exact compositions of the table's primitives (so their
+gradients, to any order, come from those rules): vecdot, diagonal, vander, matrix_rank,
+the ``_ex`` variants (solve_ex, inv_ex, cholesky_ex), householder_product, tensorinv and
+tensorsolve.
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+
+import numpy as np
+
+from .._dispatch import ShapeError
+from .._tensor import Tensor, wrap
+
+__all__ = ["matmul", "vecdot", "diagonal", "vander", "matrix_rank", "solve_ex", "inv_ex",
+           "cholesky_ex", "householder_product", "tensorinv", "tensorsolve"]
+
+SolveExResult = collections.namedtuple("linalg_solve_ex", ["result", "info"])
+InvExResult = collections.namedtuple("linalg_inv_ex", ["inverse", "info"])
+CholeskyExResult = collections.namedtuple("linalg_cholesky_ex", ["L", "info"])
+
+
+def _t(x):
+    return x if isinstance(x, Tensor) else wrap(np.asarray(x))
+
+
+def matmul(input, other):
+    """Alias of ``chainrule.matmul`` (``torch.linalg.matmul``)."""
+    from ..ops import matmul as _matmul
+
+    return _matmul(input, other)
+
+
+def vecdot(x, y, *, dim=-1):
+    """``sum(x * y, dim)`` with broadcasting (real inputs: no conjugation), as
+    ``torch.linalg.vecdot``; shape: the broadcast shape without ``dim``."""
+    from ..ops import sum as _sum
+
+    x, y = _t(x), _t(y)
+    if x.shape[dim] != y.shape[dim]:
+        raise ShapeError(f"linalg.vecdot: x and y must have the same size along dim {dim}, "
+                         f"got shapes {tuple(x.shape)} and {tuple(y.shape)}")
+    return _sum(x * y, dim)
+
+
+def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
+    """The diagonal of each matrix (the last two dims by default), as
+    ``torch.linalg.diagonal``: an alias of ``chainrule.diagonal`` with other defaults."""
+    from ..ops import diagonal as _diagonal
+
+    return _diagonal(_t(A), offset, dim1, dim2)
+
+
+def vander(x, *, N=None):
+    """The Vandermonde matrix ``[1, x, x^2, ..., x^(N-1)]`` along a new last dim (increasing
+    powers, as ``torch.linalg.vander``; ``x`` (..., n), result (..., n, N), N defaults to
+    n)."""
+    from .._creation import ones_like
+    from ..ops import stack
+
+    x = _t(x)
+    if x.ndim == 0:  # a 0-d x is one value, as in PyTorch
+        x = x.reshape(1)
+    N = x.shape[-1] if N is None else N
+    if N < 1:
+        raise ValueError(f"linalg.vander: N must be greater than 1, got N={N}")
+    return stack([ones_like(x)] + [x ** k for k in range(1, N)], -1)
+
+
+def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, tol=None):
+    """The number of singular values above ``max(atol, rtol * s_max)`` (int64, no
+    gradient), as ``torch.linalg.matrix_rank``; ``rtol`` defaults to ``eps * max(m, n)``
+    when ``atol`` is not given, else 0."""
+    from .decomp import eigvalsh, svdvals
+
+    A = _t(A).detach()
+    if A.ndim < 2:
+        raise ShapeError(f"linalg.matrix_rank: A must have at least 2 dimensions, got shape "
+                         f"{tuple(A.shape)}")
+    if tol is not None:
+        atol, rtol = tol, 0.0
+    s = (eigvalsh(A).abs() if hermitian else svdvals(A)).numpy()
+    m, n = A.shape[-2], A.shape[-1]
+    if rtol is None:
+        rtol = 0.0 if atol is not None and np.any(np.asarray(_num(atol)) > 0) else \
+            np.finfo(s.dtype).eps * max(m, n)
+    atol = 0.0 if atol is None else np.asarray(_num(atol))
+    smax = s.max(-1, initial=0.0)
+    tolerance = np.maximum(atol, np.asarray(_num(rtol)) * smax)
+    return wrap(np.sum(s > np.expand_dims(tolerance, -1), axis=-1).astype(np.int64))
+
+
+def _num(x):
+    return x.detach().numpy() if isinstance(x, Tensor) else x
+
+
+def _info(A, k=2):
+    return wrap(np.zeros(tuple(A.shape[:-k]), dtype=np.int32))
+
+
+def solve_ex(A, B, *, left=True, check_errors=False):
+    """:func:`chainrule.linalg.solve` plus ``info`` (zeros, int32), as
+    ``torch.linalg.solve_ex``. A singular ``A`` raises LinAlgError (chainrule does not
+    return a garbage solution with a nonzero ``info``)."""
+    from .solves import solve
+
+    return SolveExResult(solve(A, B, left=left), _info(_t(A)))
+
+
+def inv_ex(A, *, check_errors=False):
+    """:func:`chainrule.linalg.inv` plus ``info`` (zeros, int32); a singular ``A`` raises."""
+    from .inverse import inv
+
+    return InvExResult(inv(A), _info(_t(A)))
+
+
+def cholesky_ex(A, *, upper=False, check_errors=False):
+    """:func:`chainrule.linalg.cholesky` plus ``info`` (zeros, int32); a matrix that is not
+    positive definite raises."""
+    from .decomp import cholesky
+
+    return CholeskyExResult(cholesky(A, upper=upper), _info(_t(A)))
+
+
+def householder_product(A, tau):
+    """The first ``n`` columns of ``H_1 H_2 ... H_k``, ``H_i = I - tau_i v_i v_i^T`` with
+    ``v_i`` the ``i``-th column of ``A`` below the diagonal and a 1 on it (LAPACK's orgqr),
+    as ``torch.linalg.householder_product``. ``A`` (..., m, n), ``tau`` (..., k), k <= n
+    <= m; differentiable in both (a product of rank-one updates)."""
+    from .._creation import eye, zeros
+    from ..ops import cat, matmul, tril, unsqueeze
+
+    A, tau = _t(A), _t(tau)
+    m, n = A.shape[-2], A.shape[-1]
+    k = tau.shape[-1]
+    if not (k <= n <= m):
+        raise ShapeError(f"linalg.householder_product: need tau.shape[-1] <= A.shape[-1] <= "
+                         f"A.shape[-2], got A {tuple(A.shape)} and tau {tuple(tau.shape)}")
+    V = tril(A, -1) + eye(m, n, dtype=A.dtype)  # unit lower trapezoidal reflectors
+    Q = cat([eye(n, dtype=A.dtype), zeros(m - n, n, dtype=A.dtype)], -2) if m > n \
+        else eye(m, n, dtype=A.dtype)
+    for i in reversed(range(k)):  # Q <- H_i Q, from the last reflector to the first
+        v = V[..., :, i:i + 1]
+        t = unsqueeze(unsqueeze(tau[..., i], -1), -1)
+        Q = Q - t * matmul(v, matmul(v.mT, Q))
+    return Q
+
+
+def _split(shape, ind, name):
+    if ind <= 0:
+        raise ValueError(f"linalg.{name}: Expected a strictly positive integer for 'ind', "
+                         f"but got {ind}")
+    return tuple(shape[:ind]), tuple(shape[ind:])
+
+
+def tensorinv(A, ind=2):
+    """The inverse of ``A`` seen as a matrix from its first ``ind`` dims to the rest, as
+    ``torch.linalg.tensorinv``: result shape ``A.shape[ind:] + A.shape[:ind]``."""
+    from .inverse import inv
+
+    A = _t(A)
+    out, inp = _split(A.shape, ind, "tensorinv")
+    if math.prod(out) != math.prod(inp):
+        raise ShapeError(f"linalg.tensorinv: Expected self to satisfy the requirement "
+                         f"prod(self.shape[ind:]) == prod(self.shape[:ind]), but got "
+                         f"{math.prod(inp)} != {math.prod(out)} (shape {tuple(A.shape)})")
+    return inv(A.reshape(math.prod(out), math.prod(inp))).reshape(inp + out)
+
+
+def tensorsolve(A, B, dims=None):
+    """``X`` with ``tensordot(A, X, X.ndim) == B``, as ``torch.linalg.tensorsolve``
+    (``dims``: dims of ``A`` moved to the end first)."""
+    from ..ops import movedim
+    from .solves import solve
+
+    A, B = _t(A), _t(B)
+    if dims is not None:
+        dims = [d % A.ndim for d in dims]
+        A = movedim(A, dims, list(range(A.ndim - len(dims), A.ndim)))
+    rows, cols = tuple(A.shape[:B.ndim]), tuple(A.shape[B.ndim:])
+    if math.prod(rows) != math.prod(B.shape) or math.prod(cols) != math.prod(rows):
+        raise ShapeError(f"linalg.tensorsolve: Expected prod(A.shape[:B.ndim]) == "
+                         f"prod(B.shape) == prod(A.shape[B.ndim:]), got A {tuple(A.shape)} "
+                         f"and B {tuple(B.shape)}")
+    n = math.prod(rows)
+    return solve(A.reshape(n, n), B.reshape(n, 1)).reshape(cols)
+
+
+def _name_errors():
+    from .._dispatch import name_errors
+
+    for name in __all__:
+        globals()[name] = name_errors(globals()[name], f"linalg.{name}")
+
+
+_name_errors()

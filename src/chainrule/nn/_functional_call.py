@@ -1,0 +1,133 @@
+"""``functional_call``: run a module with some of its parameters and buffers swapped for
+given tensors (``torch.func.functional_call``)."""
+
+from __future__ import annotations
+
+from .._tensor import Tensor
+
+
+def _resolve(module, dotted):
+    """(owning module, attribute name, store name) for a dotted parameter/buffer name."""
+    path, _, name = dotted.rpartition(".")
+    mod = module
+    if path:
+        for part in path.split("."):
+            sub = mod._modules.get(part) if hasattr(mod, "_modules") else None
+            if sub is None:
+                raise AttributeError(f"functional_call: {type(mod).__name__} has no submodule "
+                                     f"'{part}' (in key '{dotted}')")
+            mod = sub
+    if name in mod._parameters:
+        return mod, name, "_parameters"
+    if name in mod._buffers:
+        return mod, name, "_buffers"
+    return mod, name, None
+
+
+def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, *,
+                    tie_weights=True, strict=False):
+    """Call ``module(*args, **kwargs)`` with its parameters and buffers replaced by the
+    tensors of ``parameter_and_buffer_dicts`` (a dict ``{dotted name: Tensor}``, or a
+    tuple of such dicts with distinct keys), and restore the originals afterwards, also
+    when the call raises.
+
+    The given tensors are used as they are (not copied), so gradients flow to them:
+    ``chainrule.func.grad(lambda p: functional_call(model, p, (x,)).sum())(params)``.
+
+    Parameters
+    ----------
+    module : chainrule.nn.Module
+    parameter_and_buffer_dicts : dict or tuple of dict
+    args : tuple or single value
+        Positional arguments (a non-tuple is passed as the one argument).
+    kwargs : dict, optional
+    tie_weights : bool
+        A parameter registered under several names (tied) is replaced under all of them
+        when one name is given. With False, only the names given are replaced.
+    strict : bool
+        Require every parameter and buffer to be given, and no other key.
+
+    Returns
+    -------
+    What ``module`` returns.
+
+    Raises
+    ------
+    ValueError
+        A key given twice (in several dicts), or with ``strict``, missing or unexpected keys;
+        two different tensors given for tied names.
+    AttributeError
+        A key naming no submodule.
+    """
+    dicts = parameter_and_buffer_dicts
+    if isinstance(dicts, dict):
+        dicts = (dicts,)
+    merged = {}
+    for d in dicts:
+        for k, v in d.items():
+            if k in merged:
+                raise ValueError(f"functional_call: {k} appeared in multiple dictionaries; "
+                                 "behavior of functional call is ambiguous")
+            merged[k] = v
+    if args is None:
+        args = ()
+    elif not isinstance(args, tuple):
+        args = (args,)
+    kwargs = {} if kwargs is None else kwargs
+
+    all_named = {}
+    for store in ("_parameters", "_buffers"):
+        for mod_prefix, mod in module.named_modules(remove_duplicate=False):
+            for name, t in getattr(mod, store).items():
+                if t is not None:
+                    all_named[(mod_prefix + "." if mod_prefix else "") + name] = t
+    if strict:
+        missing = [k for k in all_named if k not in merged]
+        unexpected = [k for k in merged if k not in all_named]
+        if missing or unexpected:
+            raise ValueError(f"functional_call: Error(s) in reparametrizing for "
+                             f"{type(module).__name__}: missing key(s): {missing}; unexpected "
+                             f"key(s): {unexpected}")
+    if tie_weights:
+        by_id = {}
+        for k, t in all_named.items():
+            by_id.setdefault(id(t), []).append(k)
+        for names in by_id.values():
+            given = [k for k in names if k in merged]
+            if not given:
+                continue
+            values = {id(merged[k]) for k in given}
+            if len(values) > 1:
+                raise ValueError(f"functional_call: got different values for tied weights "
+                                 f"{given}")
+            for k in names:
+                merged.setdefault(k, merged[given[0]])
+
+    saved = []
+    try:
+        for k, v in merged.items():
+            mod, name, store = _resolve(module, k)
+            if store is None:
+                old = mod.__dict__.get(name, _MISSING)
+                saved.append((mod, name, None, old))
+                object.__setattr__(mod, name, v)
+                continue
+            table = getattr(mod, store)
+            saved.append((mod, name, store, table[name]))
+            if not isinstance(v, Tensor) and v is not None:
+                raise TypeError(f"functional_call: the value for '{k}' must be a Tensor, got "
+                                f"{type(v).__name__}")
+            table[name] = v
+        return module(*args, **kwargs)
+    finally:
+        for mod, name, store, old in reversed(saved):
+            if store is None:
+                if old is _MISSING:
+                    mod.__dict__.pop(name, None)
+                else:
+                    object.__setattr__(mod, name, old)
+            else:
+                getattr(mod, store)[name] = old
+
+
+_MISSING = object()

@@ -1,0 +1,655 @@
+"""``Parameter``, ``Module`` and the containers (``Sequential``, ``ModuleList``,
+``ModuleDict``), as in ``torch.nn``."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+import numpy as np
+
+from .._state import no_grad
+from .._tensor import Tensor, _fill, check_grad_dtype, wrap
+from ..backend import numpy_dtype
+
+__all__ = ["Parameter", "Buffer", "Module", "Sequential", "ModuleList", "ModuleDict"]
+
+
+class Parameter(Tensor):
+    """A Tensor that is a module's parameter: assigning one to a :class:`Module` attribute
+    registers it (``parameters()``, ``state_dict()``). A leaf with ``requires_grad=True``
+    by default; shares ``data``'s storage.
+
+    Parameters
+    ----------
+    data : Tensor or array_like, optional
+        The values (an empty float tensor when omitted).
+    requires_grad : bool
+
+    Raises
+    ------
+    RuntimeError
+        ``requires_grad=True`` with a non-float dtype.
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, data=None, requires_grad=True):
+        if data is None:
+            arr = np.empty((0,), dtype=np.float32)
+        elif isinstance(data, Tensor):
+            arr = data._data
+        else:
+            arr = np.asarray(data)
+        if requires_grad:
+            check_grad_dtype(arr.dtype, "parameter")
+        p = object.__new__(cls)
+        _fill(p, arr, requires_grad=bool(requires_grad))
+        if isinstance(data, Tensor):
+            p._vc = data._vc
+        return p
+
+    def __init__(self, data=None, requires_grad=True):
+        pass
+
+    def __repr__(self):
+        return "Parameter containing:\n" + Tensor.__repr__(self)
+
+    def __deepcopy__(self, memo):
+        if id(self) in memo:
+            return memo[id(self)]
+        p = Parameter(np.array(self._data, copy=True), self._requires_grad)
+        memo[id(self)] = p
+        if self._grad is not None:
+            p._grad = self._grad.__deepcopy__(memo)
+        return p
+
+    def __reduce_ex__(self, protocol):
+        return (Parameter, (np.array(self._data), bool(self._requires_grad)))
+
+
+class Buffer(Tensor):
+    """A Tensor that, assigned to a :class:`Module` attribute, registers as a buffer
+    (``persistent=False``: left out of ``state_dict``)."""
+
+    __slots__ = ("persistent",)
+
+    def __new__(cls, data, *, persistent=True):
+        arr = data._data if isinstance(data, Tensor) else np.asarray(data)
+        b = object.__new__(cls)
+        _fill(b, arr)
+        b.persistent = persistent
+        return b
+
+    def __init__(self, data, *, persistent=True):
+        pass
+
+
+def _addindent(s, n):
+    lines = s.split("\n")
+    if len(lines) == 1:
+        return s
+    return lines[0] + "\n" + "\n".join(" " * n + line for line in lines[1:])
+
+
+class Module:
+    """Base class of layers and models, as ``torch.nn.Module``.
+
+    Subclasses call ``super().__init__()`` first, then assign :class:`Parameter`\\ s,
+    sub-modules and buffers (``register_buffer``) as attributes; they are registered in
+    assignment order and show in ``parameters()``, ``named_modules()``, ``state_dict()``
+    and the ``repr``. Calling the module runs ``forward``.
+    """
+
+    training: bool
+
+    def __init__(self):
+        object.__setattr__(self, "training", True)
+        object.__setattr__(self, "_parameters", OrderedDict())
+        object.__setattr__(self, "_buffers", OrderedDict())
+        object.__setattr__(self, "_non_persistent_buffers_set", set())
+        object.__setattr__(self, "_modules", OrderedDict())
+
+    # --- registration ---------------------------------------------------------------
+    def _check_init(self, what):
+        if "_parameters" not in self.__dict__:
+            raise AttributeError(f"cannot assign {what} before Module.__init__() call")
+
+    def __setattr__(self, name, value):
+        params = self.__dict__.get("_parameters")
+        if isinstance(value, Parameter):
+            self._check_init("parameters")
+            self._remove_from(name, self.__dict__, self._buffers, self._modules)
+            self.register_parameter(name, value)
+            return
+        if params is not None and name in params:
+            if value is not None and not isinstance(value, Tensor):
+                raise TypeError(f"cannot assign '{type(value).__name__}' as parameter "
+                                f"'{name}' (torch.nn.Parameter or None expected)")
+            if value is not None and not isinstance(value, Parameter):
+                raise TypeError(f"cannot assign 'Tensor' as parameter '{name}' "
+                                "(torch.nn.Parameter or None expected)")
+            params[name] = value
+            return
+        if isinstance(value, Module):
+            self._check_init("module")
+            self._remove_from(name, self.__dict__, self._parameters, self._buffers)
+            self._modules[name] = value
+            return
+        modules = self.__dict__.get("_modules")
+        if modules is not None and name in modules:
+            if value is not None:
+                raise TypeError(f"cannot assign '{type(value).__name__}' as child module "
+                                f"'{name}' (torch.nn.Module or None expected)")
+            modules[name] = value
+            return
+        if isinstance(value, Buffer):
+            self._check_init("buffers")
+            self._remove_from(name, self.__dict__, self._parameters, self._modules)
+            self.register_buffer(name, value, persistent=value.persistent)
+            return
+        buffers = self.__dict__.get("_buffers")
+        if buffers is not None and name in buffers:
+            if value is not None and not isinstance(value, Tensor):
+                raise TypeError(f"cannot assign '{type(value).__name__}' as buffer '{name}' "
+                                "(torch.Tensor or None expected)")
+            buffers[name] = value
+            return
+        object.__setattr__(self, name, value)
+
+    @staticmethod
+    def _remove_from(name, *dicts):
+        for d in dicts:
+            d.pop(name, None)
+
+    def __getattr__(self, name):
+        d = self.__dict__
+        for store in ("_parameters", "_buffers", "_modules"):
+            if store in d and name in d[store]:
+                return d[store][name]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __delattr__(self, name):
+        for store in ("_parameters", "_buffers", "_modules"):
+            if name in self.__dict__.get(store, ()):
+                del self.__dict__[store][name]
+                self._non_persistent_buffers_set.discard(name)
+                return
+        object.__delattr__(self, name)
+
+    def __dir__(self):
+        return sorted(set(super().__dir__()) | set(self._parameters) | set(self._buffers)
+                      | set(self._modules))
+
+    def register_parameter(self, name, param):
+        """Register ``param`` (a :class:`Parameter` or None) under ``name``.
+
+        Raises KeyError for an empty, dotted or taken name, TypeError for a non-Parameter."""
+        self._check_init("parameters")
+        self._check_name(name, "parameter")
+        if param is not None and not isinstance(param, Parameter):
+            raise TypeError(f"cannot assign '{type(param).__name__}' object to parameter "
+                            f"'{name}' (torch.nn.Parameter or None required)")
+        self._parameters[name] = param
+
+    def register_buffer(self, name, tensor, persistent=True):
+        """Register a tensor (or None) that is state but not a parameter (running
+        statistics); ``persistent=False`` leaves it out of ``state_dict``.
+
+        Raises KeyError for a bad or taken name, TypeError for a non-Tensor."""
+        self._check_init("buffers")
+        self._check_name(name, "buffer")
+        if tensor is not None and not isinstance(tensor, Tensor):
+            raise TypeError(f"cannot assign '{type(tensor).__name__}' object to buffer "
+                            f"'{name}' (torch Tensor or None required)")
+        if isinstance(tensor, Buffer):
+            tensor = wrap(tensor._data)
+        self._buffers[name] = tensor
+        if persistent:
+            self._non_persistent_buffers_set.discard(name)
+        else:
+            self._non_persistent_buffers_set.add(name)
+
+    def add_module(self, name, module):
+        """Register a child ``module`` (or None) under ``name``."""
+        if module is not None and not isinstance(module, Module):
+            raise TypeError(f"{type(module).__name__} is not a Module subclass")
+        self._check_name(name, "module")
+        self._modules[name] = module
+
+    register_module = add_module
+
+    def _check_name(self, name, what):
+        if not isinstance(name, str):
+            raise TypeError(f"{what} name should be a string. Got {type(name).__name__}")
+        if "." in name or name == "":
+            raise KeyError(f"{what} name can't contain \".\" or be empty, got {name!r}")
+        taken = (name in self.__dict__ or (what != "parameter" and name in self._parameters)
+                 or (what != "buffer" and name in self._buffers)
+                 or (what != "module" and name in self._modules))
+        if taken:
+            raise KeyError(f"attribute '{name}' already exists")
+
+    def get_submodule(self, target):
+        """The sub-module at the dotted path ``target`` ("" is ``self``)."""
+        mod = self
+        if target == "":
+            return mod
+        for item in target.split("."):
+            if item not in mod._modules:
+                raise AttributeError(f"{type(mod).__name__} has no attribute `{item}`")
+            mod = mod._modules[item]
+        return mod
+
+    def get_parameter(self, target):
+        """The parameter at the dotted path ``target``."""
+        mod_path, _, name = target.rpartition(".")
+        mod = self.get_submodule(mod_path)
+        if name not in mod._parameters:
+            raise AttributeError(f"`{name}` is not an nn.Parameter")
+        return mod._parameters[name]
+
+    # --- traversal --------------------------------------------------------------------
+    def named_modules(self, memo=None, prefix="", remove_duplicate=True):
+        """``(dotted name, module)`` for this module ("") and every descendant, depth first;
+        a module reachable twice is listed once."""
+        if memo is None:
+            memo = set()
+        if remove_duplicate:
+            if id(self) in memo:
+                return
+            memo.add(id(self))
+        yield prefix, self
+        for name, m in self._modules.items():
+            if m is None:
+                continue
+            yield from m.named_modules(memo, prefix + ("." if prefix else "") + name,
+                                       remove_duplicate)
+
+    def modules(self):
+        """Every module of the tree, this one first."""
+        for _, m in self.named_modules():
+            yield m
+
+    def named_children(self):
+        """``(name, module)`` of the direct children."""
+        seen = set()
+        for name, m in self._modules.items():
+            if m is not None and id(m) not in seen:
+                seen.add(id(m))
+                yield name, m
+
+    def children(self):
+        """The direct child modules."""
+        for _, m in self.named_children():
+            yield m
+
+    def _named_members(self, store, prefix, recurse, remove_duplicate=True):
+        seen = set()
+        mods = self.named_modules(prefix=prefix) if recurse else [(prefix, self)]
+        for mod_prefix, mod in mods:
+            for name, t in getattr(mod, store).items():
+                if t is None or (remove_duplicate and id(t) in seen):
+                    continue
+                seen.add(id(t))
+                yield mod_prefix + ("." if mod_prefix else "") + name, t
+
+    def named_parameters(self, prefix="", recurse=True, remove_duplicate=True):
+        """``(dotted name, Parameter)`` in registration order, depth first; a shared
+        parameter is listed once."""
+        yield from self._named_members("_parameters", prefix, recurse, remove_duplicate)
+
+    def parameters(self, recurse=True):
+        """The parameters (a generator; pass it to an optimizer)."""
+        for _, p in self.named_parameters(recurse=recurse):
+            yield p
+
+    def named_buffers(self, prefix="", recurse=True, remove_duplicate=True):
+        """``(dotted name, buffer)``, as :meth:`named_parameters`."""
+        yield from self._named_members("_buffers", prefix, recurse, remove_duplicate)
+
+    def buffers(self, recurse=True):
+        """The buffers (running statistics and other non-parameter state)."""
+        for _, b in self.named_buffers(recurse=recurse):
+            yield b
+
+    # --- modes, gradients, dtypes ----------------------------------------------------
+    def train(self, mode=True):
+        """Set training mode on this module and its descendants; returns self.
+
+        Raises ValueError for a non-bool ``mode``."""
+        if not isinstance(mode, bool):
+            raise ValueError("training mode is expected to be boolean")
+        for m in self.modules():
+            object.__setattr__(m, "training", mode)
+        return self
+
+    def eval(self):
+        """``train(False)``: dropout off, batch norm on its running statistics."""
+        return self.train(False)
+
+    def requires_grad_(self, requires_grad=True):
+        """Set ``requires_grad`` of every parameter; returns self."""
+        for p in self.parameters():
+            p.requires_grad_(requires_grad)
+        return self
+
+    def zero_grad(self, set_to_none=True):
+        """Clear the parameters' gradients: None (default) or zeros."""
+        for p in self.parameters():
+            if p.grad is None:
+                continue
+            if set_to_none:
+                p.grad = None
+            else:
+                p.grad = wrap(np.zeros_like(p.grad._data))
+
+    def apply(self, fn):
+        """Call ``fn(module)`` on every descendant, then on self (children first);
+        returns self."""
+        for m in self.children():
+            m.apply(fn)
+        fn(self)
+        return self
+
+    def _apply_to_tensors(self, convert):
+        for m in self.modules():
+            for name, p in m._parameters.items():
+                if p is not None:
+                    new = convert(p, True)
+                    if new is not p:
+                        m._parameters[name] = Parameter(new, p.requires_grad)
+            for name, b in m._buffers.items():
+                if b is not None:
+                    m._buffers[name] = convert(b, False)
+        return self
+
+    def to(self, *args, dtype=None, device=None, **kwargs):
+        """Cast floating parameters and buffers to ``dtype`` (``to(dtype)``, ``to(device)``,
+        ``to(device, dtype)``; chainrule computes on the CPU, so a device other than "cpu"
+        is passed to each tensor's ``to``). Returns self (parameters are replaced by new
+        Parameters of the new dtype, as in PyTorch)."""
+        for a in args:
+            if isinstance(a, Tensor):
+                dtype, device = a.dtype, a.device
+            elif isinstance(a, str) or type(a).__name__ == "device":
+                device = a
+            elif a is not None:
+                dtype = a
+
+        def convert(t, is_param):
+            out = t
+            if device is not None and str(device) != "cpu":
+                out = wrap(out.detach().to(device)._data)
+            if dtype is not None and t.dtype.kind == "f" and \
+                    numpy_dtype(dtype) != numpy_dtype(t.dtype):
+                out = wrap(t.detach()._data.astype(numpy_dtype(dtype)))
+            return out
+
+        return self._apply_to_tensors(convert)
+
+    def float(self):
+        """``to(float32)``."""
+        return self.to(np.float32)
+
+    def double(self):
+        """``to(float64)``."""
+        return self.to(np.float64)
+
+    def cpu(self):
+        return self
+
+    def type(self, dst_type):
+        return self.to(dst_type)
+
+    # --- state dict --------------------------------------------------------------------
+    def state_dict(self, destination=None, prefix="", keep_vars=False):
+        """An ordered dict ``{dotted name: tensor}`` of parameters and persistent buffers
+        (detached, sharing storage, unless ``keep_vars``)."""
+        if destination is None:
+            destination = OrderedDict()
+        for mod_prefix, mod in self.named_modules(prefix=prefix.rstrip(".")):
+            pre = mod_prefix + "." if mod_prefix else ""
+            for name, p in mod._parameters.items():
+                if p is not None:
+                    destination[pre + name] = p if keep_vars else p.detach()
+            for name, b in mod._buffers.items():
+                if b is not None and name not in mod._non_persistent_buffers_set:
+                    destination[pre + name] = b if keep_vars else b.detach()
+        return destination
+
+    def load_state_dict(self, state_dict, strict=True, assign=False):
+        """Copy the values of ``state_dict`` into the parameters and buffers (in place,
+        without gradient). Returns ``(missing_keys, unexpected_keys)`` as a named tuple.
+
+        Raises RuntimeError, listing them, when ``strict`` and keys are missing or
+        unexpected, or (always) when a shape differs."""
+        own = self.state_dict(keep_vars=True)
+        missing = [k for k in own if k not in state_dict]
+        unexpected = [k for k in state_dict if k not in own]
+        errors = []
+        for k, t in own.items():
+            if k not in state_dict:
+                continue
+            v = state_dict[k]
+            arr = v._data if isinstance(v, Tensor) else np.asarray(v)
+            if tuple(arr.shape) != tuple(t.shape):
+                errors.append(f"size mismatch for {k}: copying a param with shape "
+                              f"{tuple(arr.shape)} from checkpoint, the shape in current "
+                              f"model is {tuple(t.shape)}.")
+        if strict:
+            if unexpected:
+                errors.insert(0, "Unexpected key(s) in state_dict: "
+                              + ", ".join(f'"{k}"' for k in unexpected) + ". ")
+            if missing:
+                errors.insert(0, "Missing key(s) in state_dict: "
+                              + ", ".join(f'"{k}"' for k in missing) + ". ")
+        if errors:
+            raise RuntimeError(f"Error(s) in loading state_dict for {type(self).__name__}:\n\t"
+                               + "\n\t".join(errors))
+        with no_grad():
+            for k, t in own.items():
+                if k in state_dict:
+                    v = state_dict[k]
+                    arr = v._data if isinstance(v, Tensor) else np.asarray(v)
+                    t.copy_(wrap(np.array(arr, copy=True)))
+        return _IncompatibleKeys(missing, unexpected)
+
+    # --- calling and printing -------------------------------------------------------
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required '
+                                  '"forward" function')
+
+    def __call__(self, *args, **kwargs):
+        return self.forward(*args, **kwargs)
+
+    def extra_repr(self):
+        """The text inside this module's parentheses in its ``repr``."""
+        return ""
+
+    def _get_name(self):
+        return type(self).__name__
+
+    def __repr__(self):
+        lines = []
+        extra = self.extra_repr()
+        if extra:
+            lines = extra.split("\n")
+        child_lines = []
+        for name, m in self._modules.items():
+            child_lines.append("(" + name + "): " + _addindent(repr(m), 2))
+        lines = lines + child_lines
+        main = self._get_name() + "("
+        if lines:
+            if len(extra.split("\n")) == 1 and not child_lines:
+                main += extra
+            else:
+                main += "\n  " + "\n  ".join(lines) + "\n"
+        return main + ")"
+
+
+class _IncompatibleKeys(tuple):
+    """``(missing_keys, unexpected_keys)`` from ``load_state_dict``."""
+
+    def __new__(cls, missing_keys, unexpected_keys):
+        return super().__new__(cls, (missing_keys, unexpected_keys))
+
+    @property
+    def missing_keys(self):
+        return self[0]
+
+    @property
+    def unexpected_keys(self):
+        return self[1]
+
+    def __repr__(self):
+        if not self[0] and not self[1]:
+            return "<All keys matched successfully>"
+        return f"_IncompatibleKeys(missing_keys={self[0]}, unexpected_keys={self[1]})"
+
+
+class _ModuleSequence(Module):
+    """What Sequential and ModuleList share: integer positions, ``len``, iteration and
+    ``append``."""
+
+    def _index(self, idx):
+        n = len(self._modules)
+        if not -n <= idx < n:
+            raise IndexError(f"index {idx} is out of range")
+        return idx % n
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+    def append(self, module):
+        """Add ``module`` at the end; returns self."""
+        self.add_module(str(len(self)), module)
+        return self
+
+
+class Sequential(_ModuleSequence):
+    """Modules applied in order: ``Sequential(m1, m2)(x) == m2(m1(x))``; also
+    ``Sequential(OrderedDict(name=module, ...))``. Supports ``len``, iteration, integer
+    and slice indexing, ``append``."""
+
+    def __init__(self, *args):
+        super().__init__()
+        if len(args) == 1 and isinstance(args[0], (OrderedDict, dict)):
+            for name, m in args[0].items():
+                self.add_module(name, m)
+        else:
+            for i, m in enumerate(args):
+                self.add_module(str(i), m)
+
+    def __getitem__(self, idx):
+        if isinstance(idx, slice):
+            return type(self)(OrderedDict(list(self._modules.items())[idx]))
+        return list(self._modules.values())[self._index(idx)]
+
+    def __setitem__(self, idx, module):
+        key = list(self._modules)[self._index(idx)]
+        self.add_module(key, module)
+
+    def __delitem__(self, idx):
+        keys = list(self._modules)
+        for k in (keys[idx] if isinstance(idx, slice) else [keys[self._index(idx)]]):
+            del self._modules[k]
+        items = list(self._modules.values())
+        self._modules.clear()
+        for i, m in enumerate(items):
+            self._modules[str(i)] = m
+
+    def forward(self, input):
+        for m in self._modules.values():
+            input = m(input)
+        return input
+
+
+class ModuleList(_ModuleSequence):
+    """A list of modules, registered (their parameters are the list's)."""
+
+    def __init__(self, modules=None):
+        super().__init__()
+        if modules is not None:
+            self.extend(modules)
+
+    def __getitem__(self, idx):
+        if isinstance(idx, slice):
+            return type(self)(list(self._modules.values())[idx])
+        return self._modules[str(self._index(idx))]
+
+    def __setitem__(self, idx, module):
+        self.add_module(str(self._index(idx)), module)
+
+    def extend(self, modules):
+        """Append each module of ``modules``; returns self."""
+        for m in modules:
+            self.append(m)
+        return self
+
+    def insert(self, index, module):
+        """Insert ``module`` before ``index``."""
+        items = list(self._modules.values())
+        items.insert(index, module)
+        self._modules.clear()
+        for i, m in enumerate(items):
+            self.add_module(str(i), m)
+
+    def __iadd__(self, modules):
+        return self.extend(modules)
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError("ModuleList has no forward: iterate over its modules")
+
+
+class ModuleDict(Module):
+    """A dict of modules, registered in insertion order."""
+
+    def __init__(self, modules=None):
+        super().__init__()
+        if modules is not None:
+            self.update(modules)
+
+    def __getitem__(self, key):
+        return self._modules[key]
+
+    def __setitem__(self, key, module):
+        self.add_module(key, module)
+
+    def __delitem__(self, key):
+        del self._modules[key]
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules)
+
+    def __contains__(self, key):
+        return key in self._modules
+
+    def keys(self):
+        return self._modules.keys()
+
+    def values(self):
+        return self._modules.values()
+
+    def items(self):
+        return self._modules.items()
+
+    def pop(self, key):
+        return self._modules.pop(key)
+
+    def clear(self):
+        self._modules.clear()
+
+    def update(self, modules):
+        """Add the ``(name, module)`` pairs of a mapping or an iterable."""
+        items = modules.items() if hasattr(modules, "items") else modules
+        for k, m in items:
+            self[k] = m
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError("ModuleDict has no forward: index it by name")

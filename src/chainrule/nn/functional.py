@@ -1,0 +1,1247 @@
+"""``chainrule.nn.functional``: PyTorch's ``torch.nn.functional``, built from chainrule ops.
+
+Every function here is a composition of public chainrule operations (``matmul``, ``where``,
+``exp``, ``erf``, ``softplus``, ``log_softmax``, indexing, reductions, ...), so it has no
+derivative rule of its own: its gradients, at every order and in forward mode, are those of
+the ops it is made of. Signatures, defaults, the ``reduction=`` argument (``'mean'``,
+``'sum'``, ``'none'``) and the error messages follow ``torch.nn.functional`` 2.x; messages
+start with the function's name.
+
+Dtypes follow the inputs (float32 in, float32 out); class-index targets are integer arrays or
+tensors; boolean masks are bool.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+
+from .. import _creation
+from .. import ops as _ops
+from .._state import no_grad
+from .._tensor import Tensor, wrap
+
+__all__ = [
+    "linear", "bilinear", "relu", "relu6", "leaky_relu", "elu", "selu", "celu", "gelu", "silu",
+    "mish", "softplus", "softsign", "hardtanh", "hardswish", "hardsigmoid", "logsigmoid",
+    "tanhshrink", "sigmoid", "tanh", "softmax", "log_softmax", "softmin", "normalize",
+    "cosine_similarity", "pairwise_distance", "pdist", "dropout", "layer_norm", "group_norm",
+    "batch_norm", "embedding", "one_hot", "pad", "mse_loss", "l1_loss", "smooth_l1_loss",
+    "huber_loss", "nll_loss", "cross_entropy", "binary_cross_entropy",
+    "binary_cross_entropy_with_logits", "kl_div", "poisson_nll_loss", "gaussian_nll_loss",
+    "margin_ranking_loss", "hinge_embedding_loss", "triplet_margin_loss",
+    "cosine_embedding_loss", "scaled_dot_product_attention",
+]
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+# --- helpers -----------------------------------------------------------------------------
+
+def _t(x):
+    """A Tensor for ``x`` (Tensors pass through; arrays and numbers are wrapped, no copy)."""
+    if isinstance(x, Tensor):
+        return x
+    return wrap(np.asarray(x))
+
+
+def _shape(x):
+    return tuple(x.shape) if isinstance(x, Tensor) else np.shape(x)
+
+
+def _size(shape):
+    return "[" + ", ".join(str(s) for s in shape) + "]"
+
+
+def _legacy_reduction(size_average, reduce, reduction):
+    """PyTorch's ``_Reduction.legacy_get_string`` for the deprecated arguments."""
+    if size_average is None and reduce is None:
+        return reduction
+    warnings.warn("size_average and reduce args will be deprecated, please use "
+                  "reduction='mean' (or 'sum', 'none') instead.", UserWarning, stacklevel=3)
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    if size_average and reduce:
+        return "mean"
+    return "sum" if reduce else "none"
+
+
+def _check_reduction(reduction, fname):
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"{fname}: {reduction} is not a valid value for reduction")
+
+
+def _reduce(loss, reduction, fname):
+    _check_reduction(reduction, fname)
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    return loss
+
+
+def _same_size_warning(input, target, fname):
+    """PyTorch's warning for a target whose size differs from the input's; raises when the
+    two do not broadcast."""
+    si, st = _shape(input), _shape(target)
+    if si == st:
+        return
+    warnings.warn(f"{fname}: Using a target size ({_size(st)}) that is different to the input "
+                  f"size ({_size(si)}). This will likely lead to incorrect results due to "
+                  "broadcasting. Please ensure they have the same size.", UserWarning,
+                  stacklevel=3)
+    try:
+        np.broadcast_shapes(si, st)
+    except ValueError:
+        raise RuntimeError(f"{fname}: the size of input {_size(si)} does not broadcast with the "
+                           f"size of target {_size(st)}") from None
+
+
+def _hardtanh(x, lo, hi):
+    # values clamped to [lo, hi]; the gradient passes strictly inside (as PyTorch's
+    # hardtanh_backward: zero at the boundaries)
+    return _ops.where(x <= lo, lo, _ops.where(x >= hi, hi, x))
+
+
+def _float_dtype_of(x):
+    return x.dtype if x.dtype.kind == "f" else _creation.get_default_dtype()
+
+
+# --- linear layers -----------------------------------------------------------------------
+
+def linear(input, weight, bias=None):
+    """``input @ weight.T + bias``.
+
+    Shapes: ``input`` (\\*, in_features), ``weight`` (out_features, in_features) or
+    (in_features,), ``bias`` (out_features,) or None; output (\\*, out_features).
+
+    Raises
+    ------
+    RuntimeError
+        ``linear: mat1 and mat2 shapes cannot be multiplied (AxB and CxD)`` when the last
+        dim of ``input`` is not ``in_features`` (A = product of the leading dims of input).
+    """
+    si, sw = _shape(input), _shape(weight)
+    k_w = sw[-1] if len(sw) else None
+    if not si or si[-1] != k_w:
+        rows = math.prod(si[:-1]) if len(si) > 1 else 1
+        cols = si[-1] if si else 1
+        w_t = (sw[1], sw[0]) if len(sw) == 2 else (sw[0] if sw else 1, 1)
+        raise RuntimeError(f"linear: mat1 and mat2 shapes cannot be multiplied ({rows}x{cols} "
+                           f"and {w_t[0]}x{w_t[1]})")
+    w = _t(weight)
+    out = _ops.matmul(input, w.t() if w.ndim == 2 else w)
+    if bias is not None:
+        out = out + bias
+    return out
+
+
+def bilinear(input1, input2, weight, bias=None):
+    """``y_k = x1^T A_k x2 + b_k``: ``input1`` (\\*, in1), ``input2`` (\\*, in2), ``weight``
+    (out, in1, in2), ``bias`` (out,) or None; output (\\*, out).
+
+    Raises RuntimeError when the feature sizes do not match ``weight``'s or the leading dims
+    of the inputs differ."""
+    s1, s2, sw = _shape(input1), _shape(input2), _shape(weight)
+    if len(sw) != 3 or s1[-1:] != sw[1:2] or s2[-1:] != sw[2:3] or s1[:-1] != s2[:-1]:
+        in1 = sw[1] if len(sw) > 1 else "?"
+        in2 = sw[2] if len(sw) > 2 else "?"
+        raise RuntimeError(f"bilinear: input1 {_size(s1)} and input2 {_size(s2)} do not fit "
+                           f"weight {_size(sw)} (expected input1 [*, {in1}], input2 [*, {in2}] "
+                           "with the same *)")
+    out = _ops.einsum("...i,oij,...j->...o", input1, weight, input2)
+    if bias is not None:
+        out = out + bias
+    return out
+
+
+# --- activations -------------------------------------------------------------------------
+
+def relu(input, inplace=False):
+    """``max(x, 0)`` (gradient 0 at 0)."""
+    return _ops.relu(input)
+
+
+def relu6(input, inplace=False):
+    """``min(max(x, 0), 6)``."""
+    return _hardtanh(input, 0.0, 6.0)
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    """``x`` clamped to ``[min_val, max_val]`` (gradient 0 outside the open interval).
+
+    Raises ValueError when ``min_val > max_val``."""
+    if min_val > max_val:
+        raise ValueError(f"hardtanh: min_val ({min_val}) cannot be greater than max_val "
+                         f"({max_val})")
+    return _hardtanh(input, float(min_val), float(max_val))
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    """``x`` where ``x > 0``, ``negative_slope * x`` elsewhere."""
+    return _ops.where(input > 0, input, input * negative_slope)
+
+
+def _expm1_neg(x):
+    # expm1 of the negative part: no overflow (nor NaN gradient) from the unused branch
+    return _ops.expm1(_ops.clamp(x, max=0.0))
+
+
+def elu(input, alpha=1.0, inplace=False):
+    """``x`` where ``x > 0``, ``alpha (exp(x) - 1)`` elsewhere."""
+    return _ops.where(input > 0, input, alpha * _expm1_neg(input))
+
+
+def selu(input, inplace=False):
+    """``scale * elu(x, alpha)`` with PyTorch's (Klambauer et al.) constants."""
+    return _SELU_SCALE * elu(input, _SELU_ALPHA)
+
+
+def celu(input, alpha=1.0, inplace=False):
+    """``max(0, x) + min(0, alpha (exp(x / alpha) - 1))``.
+
+    Raises ValueError for ``alpha == 0``."""
+    if alpha == 0:
+        raise ValueError("celu: alpha cannot be 0 (ZeroDivisionError in x / alpha)")
+    return _ops.where(input > 0, input, alpha * _ops.expm1(_ops.clamp(input, max=0.0) / alpha))
+
+
+def gelu(input, approximate="none"):
+    """``x Phi(x)`` (``approximate='none'``, with ``erf``) or its ``'tanh'`` approximation
+    ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))``.
+
+    Raises ValueError for another ``approximate``."""
+    if approximate == "none":
+        return 0.5 * input * (1.0 + _ops.erf(input * (1.0 / math.sqrt(2.0))))
+    if approximate == "tanh":
+        inner = math.sqrt(2.0 / math.pi) * (input + 0.044715 * input * input * input)
+        return 0.5 * input * (1.0 + _ops.tanh(inner))
+    raise ValueError(f"gelu: approximate argument must be either none or tanh, got "
+                     f"{approximate!r}")
+
+
+def silu(input, inplace=False):
+    """``x sigmoid(x)`` (swish)."""
+    return input * _ops.sigmoid(input)
+
+
+def mish(input, inplace=False):
+    """``x tanh(softplus(x))``."""
+    return input * _ops.tanh(_ops.softplus(input))
+
+
+def softplus(input, beta=1.0, threshold=20.0):
+    """``log(1 + exp(beta x)) / beta``, linear (``x``) where ``beta x > threshold``."""
+    return _ops.softplus(input, beta, threshold)
+
+
+def softsign(input):
+    """``x / (1 + |x|)``."""
+    return input / (1.0 + _ops.abs(input))
+
+
+def hardswish(input, inplace=False):
+    """``x relu6(x + 3) / 6``."""
+    return input * _hardtanh(input + 3.0, 0.0, 6.0) / 6.0
+
+
+def hardsigmoid(input, inplace=False):
+    """``relu6(x + 3) / 6``."""
+    return _hardtanh(input + 3.0, 0.0, 6.0) / 6.0
+
+
+def logsigmoid(input):
+    """``log(sigmoid(x)) = -softplus(-x)``, computed stably for large ``|x|``."""
+    return -_ops.softplus(-input)
+
+
+def tanhshrink(input):
+    """``x - tanh(x)``."""
+    return input - _ops.tanh(input)
+
+
+def sigmoid(input):
+    """``1 / (1 + exp(-x))``."""
+    return _ops.sigmoid(input)
+
+
+def tanh(input):
+    """``tanh(x)``."""
+    return _ops.tanh(input)
+
+
+def _softmax_dim(ndim, fname):
+    warnings.warn(f"Implicit dimension choice for {fname} has been deprecated. Change the call "
+                  "to include dim=X as an argument.", UserWarning, stacklevel=3)
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def _softmax_prep(input, dim, dtype, fname):
+    input = _t(input)
+    if dim is None:
+        dim = _softmax_dim(input.ndim, fname)
+    if dtype is not None:
+        input = input.to(dtype)
+    return input, dim
+
+
+def softmax(input, dim=None, _stacklevel=3, dtype=None):
+    """``exp(x) / sum(exp(x), dim)`` (stable). ``dtype``: cast ``input`` first. ``dim=None``
+    picks PyTorch's legacy implicit dim (0 for 0-, 1- and 3-D inputs, else 1) with a
+    warning."""
+    input, dim = _softmax_prep(input, dim, dtype, "softmax")
+    return _ops.softmax(input, dim)
+
+
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+    """``x - logsumexp(x, dim)`` (stable); ``dim`` and ``dtype`` as :func:`softmax`."""
+    input, dim = _softmax_prep(input, dim, dtype, "log_softmax")
+    return _ops.log_softmax(input, dim)
+
+
+def softmin(input, dim=None, _stacklevel=3, dtype=None):
+    """``softmax(-x, dim)``; ``dim`` and ``dtype`` as :func:`softmax`."""
+    input, dim = _softmax_prep(input, dim, dtype, "softmin")
+    return _ops.softmax(-input, dim)
+
+
+# --- distances ---------------------------------------------------------------------------
+
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+    """``x / max(||x||_p, eps)`` along ``dim`` (``out`` is not supported: pass None)."""
+    if out is not None:
+        raise NotImplementedError("normalize: out= is not supported in chainrule")
+    norm = _ops.vector_norm(input, p, dim=dim, keepdim=True)
+    return input / _ops.clamp(norm, min=eps)
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    """``sum(x1 x2, dim) / (max(||x1||, eps) max(||x2||, eps))``, the inputs broadcast
+    together first.
+
+    Raises RuntimeError when the shapes do not broadcast."""
+    s1, s2 = _shape(x1), _shape(x2)
+    try:
+        shape = np.broadcast_shapes(s1, s2)
+    except ValueError:
+        raise RuntimeError(f"cosine_similarity: x1 of shape {_size(s1)} and x2 of shape "
+                           f"{_size(s2)} do not broadcast") from None
+    x1 = _ops.broadcast_to(x1, shape)
+    x2 = _ops.broadcast_to(x2, shape)
+    n1 = _ops.clamp(_ops.vector_norm(x1, 2, dim=dim, keepdim=True), min=eps)
+    n2 = _ops.clamp(_ops.vector_norm(x2, 2, dim=dim, keepdim=True), min=eps)
+    return ((x1 / n1) * (x2 / n2)).sum(dim=dim)
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    """``||x1 - x2 + eps||_p`` along the last dim."""
+    return _ops.vector_norm(x1 - x2 + eps, p, dim=-1, keepdim=keepdim)
+
+
+def pdist(input, p=2):
+    """The ``N (N - 1) / 2`` distances ``||x_i - x_j||_p`` (i < j, row-major) between the
+    rows of an (N, M) input.
+
+    Raises RuntimeError for an input that is not 2-D."""
+    s = _shape(input)
+    if len(s) != 2:
+        raise RuntimeError(f"pdist: only supports 2D tensors, got: {len(s)}D (shape {_size(s)})")
+    i, j = np.triu_indices(s[0], 1)
+    return _ops.vector_norm(input[i] - input[j], p, dim=-1)
+
+
+# --- dropout and normalisation -----------------------------------------------------------
+
+def dropout(input, p=0.5, training=True, inplace=False):
+    """Zero each entry with probability ``p`` and scale the rest by ``1 / (1 - p)`` when
+    ``training``; the identity otherwise. The mask comes from chainrule's generator, so
+    ``chainrule.manual_seed`` makes it reproducible.
+
+    Raises ValueError for ``p`` outside [0, 1]."""
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout: dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0.0:
+        return input
+    input = _t(input)
+    if p == 1.0:
+        return input * 0.0
+    keep = _creation.default_generator.random(tuple(input.shape)) >= p
+    scale = (keep / (1.0 - p)).astype(_float_dtype_of(input))
+    return input * wrap(scale)
+
+
+def _check_affine(name, t, n, fname):
+    if t is not None and _shape(t) != (n,) and _shape(t) != ():
+        raise RuntimeError(f"{fname}: expected {name} of shape [{n}], got {_size(_shape(t))}")
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """Normalise over the last ``len(normalized_shape)`` dims (biased variance), then
+    ``* weight + bias`` (both of shape ``normalized_shape``, optional).
+
+    Raises RuntimeError when the input's trailing dims are not ``normalized_shape``."""
+    ns = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    s = _shape(input)
+    k = len(ns)
+    if k == 0 or tuple(s[len(s) - k:]) != ns or len(s) < k:
+        raise RuntimeError(f"layer_norm: Given normalized_shape={list(ns)}, expected input with "
+                           f"shape [*, {', '.join(map(str, ns))}], but got input of size"
+                           f"{_size(s)}")
+    dims = tuple(range(len(s) - k, len(s)))
+    mean = input.mean(dim=dims, keepdim=True)
+    centered = input - mean
+    var = (centered * centered).mean(dim=dims, keepdim=True)
+    out = centered / _ops.sqrt(var + eps)
+    if weight is not None:
+        out = out * weight
+    if bias is not None:
+        out = out + bias
+    return out
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    """Normalise (N, C, \\*) inputs over groups of ``C / num_groups`` channels (and all of
+    \\*), then ``* weight + bias`` per channel (shape (C,), optional).
+
+    Raises RuntimeError when C is not divisible by ``num_groups``."""
+    s = _shape(input)
+    if len(s) < 2 or s[1] % num_groups:
+        raise RuntimeError(f"group_norm: Expected number of channels in input to be divisible by "
+                           f"num_groups, but got input of shape {_size(s)} and "
+                           f"num_groups={num_groups}")
+    n, c = s[0], s[1]
+    x = input.reshape(n, num_groups, -1)
+    mean = x.mean(dim=-1, keepdim=True)
+    centered = x - mean
+    var = (centered * centered).mean(dim=-1, keepdim=True)
+    out = (centered / _ops.sqrt(var + eps)).reshape(*s)
+    bshape = (1, c) + (1,) * (len(s) - 2)
+    if weight is not None:
+        out = out * _t(weight).reshape(*bshape)
+    if bias is not None:
+        out = out + _t(bias).reshape(*bshape)
+    return out
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
+               momentum=0.1, eps=1e-5):
+    """Batch normalisation of (N, C) or (N, C, \\*) inputs, per channel C.
+
+    With ``training=True`` the batch's mean and biased variance normalise, and the running
+    statistics (when given, shape (C,)) are updated in place without gradient:
+    ``running = (1 - momentum) running + momentum stat``, with the *unbiased* batch variance
+    for ``running_var``, as in PyTorch. With ``training=False`` the running statistics
+    normalise.
+
+    Raises
+    ------
+    ValueError
+        Training with a single value per channel.
+    RuntimeError
+        ``training=False`` without running statistics, or statistics of the wrong shape.
+    """
+    s = _shape(input)
+    if len(s) < 2 and not math.prod(s) == 0:  # (an empty input gives an empty output)
+        raise ValueError(f"batch_norm: expected a 2D or higher input (N, C, *), got {_size(s)}")
+    if math.prod(s) == 0:
+        return input * 1.0
+    c = s[1]
+    dims = (0,) + tuple(range(2, len(s)))
+    bshape = (1, c) + (1,) * (len(s) - 2)
+    for name, t in (("running_mean", running_mean), ("running_var", running_var)):
+        if t is not None and _shape(t) != (c,):
+            raise RuntimeError(f"batch_norm: {name} should contain {c} elements not "
+                               f"{math.prod(_shape(t))}")
+    _check_affine("weight", weight, c, "batch_norm")
+    _check_affine("bias", bias, c, "batch_norm")
+    if training:
+        count = math.prod(s) // c
+        if count <= 1:
+            raise ValueError(f"batch_norm: Expected more than 1 value per channel when training, "
+                             f"got input size {_size(s)}")
+        mean = input.mean(dim=dims, keepdim=True)
+        centered = input - mean
+        var = (centered * centered).mean(dim=dims, keepdim=True)
+        if running_mean is not None or running_var is not None:
+            with no_grad():
+                if running_mean is not None:
+                    new = (1 - momentum) * running_mean.detach() + \
+                        momentum * mean.detach().reshape(c)
+                    running_mean.copy_(new.to(running_mean.dtype))
+                if running_var is not None:
+                    unbiased = var.detach().reshape(c) * (count / (count - 1))
+                    new = (1 - momentum) * running_var.detach() + momentum * unbiased
+                    running_var.copy_(new.to(running_var.dtype))
+        out = centered / _ops.sqrt(var + eps)
+    else:
+        if running_mean is None or running_var is None:
+            raise RuntimeError("batch_norm: running_mean and running_var must be defined in "
+                               "evaluation mode (training=False)")
+        rm = _t(running_mean).reshape(*bshape)
+        rv = _t(running_var).reshape(*bshape)
+        out = (input - rm) / _ops.sqrt(rv + eps)
+    if weight is not None:
+        out = out * _t(weight).reshape(*bshape)
+    if bias is not None:
+        out = out + _t(bias).reshape(*bshape)
+    return out
+
+
+# --- embeddings, one-hot, padding --------------------------------------------------------
+
+def _index_array(x, fname, what="input"):
+    a = x.numpy() if isinstance(x, Tensor) else np.asarray(x)
+    if a.dtype.kind not in "iu":
+        raise RuntimeError(f"{fname}: expected {what} of an integer dtype (Long or Int), got "
+                           f"{a.dtype}")
+    return a
+
+
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
+              scale_grad_by_freq=False, sparse=False):
+    """Rows of ``weight`` (num_embeddings, embedding_dim) picked by the integer ``input``
+    (any shape); output (\\*, embedding_dim). Rows at ``padding_idx`` receive no gradient.
+    ``max_norm``: the picked rows of ``weight`` whose ``norm_type`` norm exceeds it are
+    rescaled in place (without gradient) to norm ``max_norm``, as in PyTorch.
+
+    Raises
+    ------
+    IndexError
+        An index outside ``[0, num_embeddings)``.
+    NotImplementedError
+        ``scale_grad_by_freq`` or ``sparse``.
+    """
+    if scale_grad_by_freq or sparse:
+        raise NotImplementedError("embedding: scale_grad_by_freq and sparse are not supported")
+    idx = _index_array(input, "embedding")
+    n = _shape(weight)[0]
+    if idx.size and (idx.min() < 0 or idx.max() >= n):
+        raise IndexError(f"embedding: index out of range in self (indices in "
+                         f"[{idx.min()}, {idx.max()}], weight has {n} rows)")
+    if padding_idx is not None:
+        if not -n <= padding_idx < n:
+            raise AssertionError("embedding: Padding_idx must be within num_embeddings")
+        padding_idx %= n
+    if max_norm is not None:
+        rows = np.unique(idx)
+        with no_grad():
+            w = weight._data
+            norms = np.linalg.norm(w[rows], ord=norm_type, axis=-1)
+            scale = np.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
+            w[rows] = w[rows] * scale[:, None].astype(w.dtype)
+            weight._vc[0] += 1
+    out = weight[idx]
+    if padding_idx is not None and (idx == padding_idx).any():
+        mask = wrap((idx == padding_idx)[..., None])
+        out = _ops.where(mask, out.detach(), out)
+    return out
+
+
+def one_hot(tensor, num_classes=-1):
+    """int64 one-hot encoding of an integer tensor: shape (\\*, num_classes)
+    (``num_classes=-1``: one more than the largest value). Not differentiable.
+
+    Raises RuntimeError for negative values or values >= ``num_classes``."""
+    a = _index_array(tensor, "one_hot", "tensor")
+    if num_classes == -1:
+        if a.size == 0:
+            raise RuntimeError("one_hot: Can not infer total number of classes from empty "
+                               "tensor.")
+        num_classes = int(a.max()) + 1
+    if a.size and a.min() < 0:
+        raise RuntimeError("one_hot: Class values must be non-negative.")
+    if a.size and a.max() >= num_classes:
+        raise RuntimeError(f"one_hot: Class values must be smaller than num_classes "
+                           f"(got {int(a.max())} with num_classes={num_classes}).")
+    return wrap((a[..., None] == np.arange(num_classes)).astype(np.int64))
+
+
+def pad(input, pad, mode="constant", value=None):
+    """Pad (or, with negative sizes in ``'constant'`` mode, crop) ``input``.
+
+    ``pad`` lists ``(left, right)`` pairs from the *last* dim backwards, as PyTorch:
+    ``(1, 2)`` pads the last dim, ``(1, 2, 3, 4)`` the last two. Modes: ``'constant'``
+    (``value``, default 0), ``'reflect'`` (mirror without the edge, pads < the dim's
+    size), ``'replicate'`` (repeat the edge), ``'circular'`` (wrap around, pads <= size).
+    Non-constant modes accept any number of padded dims here (PyTorch limits them to the
+    trailing 1-3 dims of a batched input).
+
+    Raises
+    ------
+    ValueError
+        An odd-length ``pad``, one longer than twice the input's dims, or an unknown mode.
+    RuntimeError
+        Reflect/circular padding too large for the dim, or a negative non-constant pad.
+    """
+    pad = tuple(int(v) for v in pad)
+    s = _shape(input)
+    if len(pad) % 2:
+        raise ValueError(f"pad: Padding length must be divisible by 2, got {len(pad)}")
+    if len(pad) // 2 > len(s):
+        raise ValueError(f"pad: Padding length should be less than or equal to two times the "
+                         f"input dimension but got padding length {len(pad)} and input of "
+                         f"dimension {len(s)}")
+    if mode not in ("constant", "reflect", "replicate", "circular"):
+        raise ValueError(f"pad: unsupported padding mode {mode!r} (expected 'constant', "
+                         "'reflect', 'replicate' or 'circular')")
+    if mode != "constant" and value not in (None, 0, 0.0):
+        raise ValueError(f"pad: Padding mode \"{mode}\" doesn't take in value argument")
+    out = _t(input)
+    for k in range(len(pad) // 2):
+        d = len(s) - 1 - k
+        left, right = pad[2 * k], pad[2 * k + 1]
+        if left == 0 and right == 0:
+            continue
+        n = out.shape[d]
+        if mode == "constant":
+            if left < 0:
+                out = _ops.narrow(out, d, -left, out.shape[d] + left)
+                left = 0
+            if right < 0:
+                out = _ops.narrow(out, d, 0, out.shape[d] + right)
+                right = 0
+            parts = []
+            fill = 0.0 if value is None else value
+            for size in (left, right):
+                shape = list(out.shape)
+                shape[d] = size
+                parts.append(_creation.full(tuple(shape), fill, dtype=out.dtype))
+            out = _ops.cat([parts[0], out, parts[1]], d)
+            continue
+        if left < 0 or right < 0:
+            raise RuntimeError(f"pad: negative padding ({left}, {right}) is only supported in "
+                               f"constant mode (mode={mode!r})")
+        pos = np.arange(-left, n + right)
+        if mode == "reflect":
+            if left >= n or right >= n:
+                raise RuntimeError(f"pad: Argument #4: Padding size should be less than the "
+                                   f"corresponding input dimension, but got: padding ({left}, "
+                                   f"{right}) at dimension {d} of input {_size(s)}")
+            pos = np.abs(pos)
+            pos = np.where(pos >= n, 2 * (n - 1) - pos, pos)
+        elif mode == "replicate":
+            pos = np.clip(pos, 0, n - 1)
+        else:
+            if left > n or right > n:
+                raise RuntimeError(f"pad: Padding value causes wrapping around more than once "
+                                   f"(padding ({left}, {right}) at dimension {d} of input "
+                                   f"{_size(s)})")
+            pos = pos % n
+        out = out[(slice(None),) * d + (pos,)]
+    return out
+
+
+# --- regression losses -------------------------------------------------------------------
+
+def _weighted(loss, weight, reduction, fname):
+    if weight is None:
+        return _reduce(loss, reduction, fname)
+    if _shape(weight) != tuple(loss.shape):
+        raise ValueError(f"{fname}: Weights and input must have the same size (weight "
+                         f"{_size(_shape(weight))}, input {_size(loss.shape)})")
+    _check_reduction(reduction, fname)
+    loss = loss * weight
+    if reduction == "mean":
+        return loss.sum() / _t(weight).sum()
+    return loss.sum() if reduction == "sum" else loss
+
+
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    """``(input - target)^2``, reduced. A target of another shape is broadcast with a
+    warning, as in PyTorch; ``weight`` (input's shape) weights each entry ('mean' divides by
+    ``sum(weight)``).
+
+    Raises RuntimeError when input and target do not broadcast, ValueError for an unknown
+    reduction or a weight of the wrong shape."""
+    _same_size_warning(input, target, "mse_loss")
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    d = input - target
+    return _weighted(d * d, weight, reduction, "mse_loss")
+
+
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    """``|input - target|``, reduced (shapes and errors as :func:`mse_loss`)."""
+    _same_size_warning(input, target, "l1_loss")
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    return _weighted(_ops.abs(input - target), weight, reduction, "l1_loss")
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    """``0.5 d^2 / beta`` where ``|d| < beta``, ``|d| - 0.5 beta`` elsewhere
+    (``d = input - target``; ``beta = 0`` gives the L1 loss).
+
+    Raises ValueError for a negative ``beta``."""
+    _same_size_warning(input, target, "smooth_l1_loss")
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if beta < 0:
+        raise ValueError(f"smooth_l1_loss: smooth_l1_loss does not support negative values for "
+                         f"beta, got {beta}")
+    d = input - target
+    a = _ops.abs(d)
+    if beta == 0:
+        return _reduce(a, reduction, "smooth_l1_loss")
+    loss = _ops.where(a < beta, 0.5 * d * d / beta, a - 0.5 * beta)
+    return _reduce(loss, reduction, "smooth_l1_loss")
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    """``0.5 d^2`` where ``|d| < delta``, ``delta (|d| - 0.5 delta)`` elsewhere.
+
+    Raises ValueError for ``delta <= 0``."""
+    _same_size_warning(input, target, "huber_loss")
+    if delta <= 0:
+        raise ValueError(f"huber_loss: huber_loss does not support non-positive values for "
+                         f"delta, got {delta}")
+    d = input - target
+    a = _ops.abs(d)
+    loss = _ops.where(a < delta, 0.5 * d * d, delta * (a - 0.5 * delta))
+    return _weighted(loss, weight, reduction, "huber_loss")
+
+
+# --- classification losses ---------------------------------------------------------------
+
+def _class_shapes(x_shape, t_shape, fname):
+    """Check a class-index target's shape against (N, C, d...) or (C,) input."""
+    if len(x_shape) == 0:
+        raise ValueError(f"{fname}: input must have at least 1 dimension (classes), got a 0-D "
+                         "input")
+    expected = () if len(x_shape) == 1 else (x_shape[0],) + tuple(x_shape[2:])
+    if tuple(t_shape) != expected:
+        if len(x_shape) >= 2 and len(t_shape) >= 1 and t_shape[0] != x_shape[0]:
+            raise ValueError(f"{fname}: Expected input batch_size ({x_shape[0]}) to match "
+                             f"target batch_size ({t_shape[0]}) (input {_size(x_shape)}, "
+                             f"target {_size(t_shape)})")
+        raise RuntimeError(f"{fname}: expected a class-index target of shape "
+                           f"{_size(expected)} for input of shape {_size(x_shape)}, got "
+                           f"target of shape {_size(t_shape)}")
+
+
+def _class_last(x):
+    """(N, C, d...) -> (N, d..., C); (C,) unchanged."""
+    return x if x.ndim == 1 else _ops.movedim(x, 1, -1)
+
+
+def _gather_classes(logp, t, weight, ignore_index, fname):
+    """Per-sample ``-w[t] logp[t]`` and ``w[t]`` (0 where ignored), for class indices ``t``
+    (an int ndarray) and log-probabilities ``logp`` (Tensor, classes along dim 1 or 0)."""
+    c = logp.shape[0 if logp.ndim == 1 else 1]
+    ignored = t == ignore_index
+    bad = (~ignored) & ((t < 0) | (t >= c))
+    if bad.any():
+        raise IndexError(f"{fname}: Target {int(t[bad].flat[0])} is out of bounds (classes "
+                         f"[0, {c}))")
+    safe = np.where(ignored, 0, t).astype(np.int64)
+    last = _class_last(logp)
+    picked = _ops.take_along_dim(last, wrap(safe[..., None]), dim=-1)[..., 0]
+    if weight is None:
+        w = (~ignored).astype(logp.dtype)
+        wt = wrap(w)
+    else:
+        wt = _t(weight)[safe] * wrap((~ignored).astype(logp.dtype))
+    return -picked * wt, wt
+
+
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
+             reduction="mean"):
+    """Negative log-likelihood of log-probabilities ``input`` (N, C), (C,) or
+    (N, C, d1, ...) at class indices ``target`` ((N,), (), (N, d1, ...)):
+    ``-weight[t] input[n, t]``; entries with ``target == ignore_index`` count for nothing.
+    'mean' divides by the sum of the weights of the counted entries.
+
+    Raises
+    ------
+    ValueError
+        Target batch size differs from the input's.
+    RuntimeError
+        Another target shape mismatch, or a weight not of shape (C,).
+    IndexError
+        A target outside ``[0, C)`` (other than ``ignore_index``).
+    """
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction, "nll_loss")
+    x = _t(input)
+    t = _index_array(target, "nll_loss", "target")
+    _class_shapes(tuple(x.shape), t.shape, "nll_loss")
+    c = x.shape[0 if x.ndim == 1 else 1]
+    if weight is not None and _shape(weight) != (c,):
+        raise RuntimeError(f"nll_loss: weight tensor should be defined either for all {c} "
+                           f"classes or no classes but got weight tensor of shape: "
+                           f"{_size(_shape(weight))}")
+    loss, w = _gather_classes(x, t, weight, ignore_index, "nll_loss")
+    if reduction == "none":
+        return loss
+    if reduction == "sum":
+        return loss.sum()
+    return loss.sum() / w.sum()
+
+
+def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
+                  reduction="mean", label_smoothing=0.0):
+    """Softmax cross-entropy of logits ``input`` ((N, C), (C,) or (N, C, d1, ...)).
+
+    ``target`` is either class indices (integer, the input's shape without the class dim;
+    ``ignore_index`` entries count for nothing) or class probabilities (float, the input's
+    shape). ``weight`` (C,) rescales classes; ``label_smoothing`` in [0, 1] mixes the target
+    with the uniform distribution. Formulas as ``torch.nn.functional.cross_entropy``
+    ('mean' over class indices divides by the summed weights of the counted entries; over
+    probabilities by the number of samples).
+
+    Raises
+    ------
+    ValueError
+        Target batch size differs, an unknown reduction.
+    RuntimeError
+        Another target-shape mismatch, a bad weight shape, ``ignore_index`` with probability
+        targets, or ``label_smoothing`` outside [0, 1].
+    IndexError
+        A class index out of range.
+    """
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction, "cross_entropy")
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise RuntimeError(f"cross_entropy: label_smoothing must be between 0.0 and 1.0. Got: "
+                           f"{label_smoothing}")
+    x = _t(input)
+    if x.ndim == 0:
+        raise ValueError("cross_entropy: input must have at least 1 dimension (classes), got a "
+                         "0-D input")
+    cdim = 0 if x.ndim == 1 else 1
+    c = x.shape[cdim]
+    if weight is not None and _shape(weight) != (c,):
+        raise RuntimeError(f"cross_entropy: weight tensor should be defined either for all {c} "
+                           f"classes or no classes but got weight tensor of shape: "
+                           f"{_size(_shape(weight))}")
+    tdata = target._data if isinstance(target, Tensor) else np.asarray(target)
+    if tdata.dtype.kind in "iu":
+        t = target.numpy() if isinstance(target, Tensor) else tdata
+        _class_shapes(tuple(x.shape), t.shape, "cross_entropy")
+        if (weight is None and label_smoothing == 0.0 and x.ndim >= 2
+                and not (t == ignore_index).any()):
+            return _ops.cross_entropy(x, t, reduction=reduction)  # the fused primitive
+        logp = _ops.log_softmax(x, cdim)
+        nll, w = _gather_classes(logp, t, weight, ignore_index, "cross_entropy")
+        nll_red = nll if reduction == "none" else (nll.sum() if reduction == "sum"
+                                                   else nll.sum() / w.sum())
+        if label_smoothing == 0.0:
+            return nll_red
+        counted = wrap((t != ignore_index).astype(x.dtype))
+        if weight is None:
+            smooth = -logp.sum(dim=cdim) * counted
+        else:
+            wshape = (c,) if x.ndim == 1 else (1, c) + (1,) * (x.ndim - 2)
+            smooth = -(logp * _t(weight).reshape(*wshape)).sum(dim=cdim) * counted
+        if reduction == "mean":
+            smooth = smooth.sum() / (w.sum() if weight is not None else counted.sum())
+        elif reduction == "sum":
+            smooth = smooth.sum()
+        return (1 - label_smoothing) * nll_red + smooth * (label_smoothing / c)
+    # probability targets
+    if tuple(tdata.shape) != tuple(x.shape):
+        raise RuntimeError(f"cross_entropy: probability target of shape {_size(tdata.shape)} "
+                           f"does not match input of shape {_size(x.shape)} (class-index "
+                           f"targets are integer, of shape {_size(x.shape[:1] + x.shape[2:])})")
+    if ignore_index >= 0:
+        raise RuntimeError("cross_entropy: ignore_index is not supported for floating point "
+                           "target")
+    tt = _t(target)
+    if tt.dtype != x.dtype:
+        tt = tt.to(x.dtype)
+    if weight is None and label_smoothing == 0.0 and x.ndim >= 2:
+        return _ops.cross_entropy(x, tt, reduction=reduction)
+    logp = _ops.log_softmax(x, cdim)
+    if label_smoothing > 0:
+        tt = tt * (1 - label_smoothing) + label_smoothing / c
+    if weight is not None:
+        wshape = (c,) if x.ndim == 1 else (1, c) + (1,) * (x.ndim - 2)
+        logp = logp * _t(weight).reshape(*wshape)
+    per = -(logp * tt).sum(dim=cdim)
+    if reduction == "mean":
+        return per.sum() / (math.prod(x.shape) // c)
+    return per.sum() if reduction == "sum" else per
+
+
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
+                         reduction="mean"):
+    """``-w (t log x + (1 - t) log(1 - x))`` for probabilities ``input`` in [0, 1] (the logs
+    clamped at -100, as PyTorch); ``weight`` broadcasts to the input.
+
+    Raises ValueError when target and input shapes differ, RuntimeError for input values
+    outside [0, 1]."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    si, st = _shape(input), _shape(target)
+    if si != st:
+        raise ValueError(f"binary_cross_entropy: Using a target size ({_size(st)}) that is "
+                         f"different to the input size ({_size(si)}) is deprecated. Please "
+                         "ensure they have the same size.")
+    xd = input._data if isinstance(input, Tensor) else np.asarray(input)
+    if xd.size and (np.min(xd) < 0 or np.max(xd) > 1):
+        raise RuntimeError("binary_cross_entropy: all elements of input should be between 0 "
+                           "and 1")
+    with np.errstate(divide="ignore"):  # log(0) = -inf, clamped to -100 as PyTorch
+        log_x = _ops.clamp(_ops.log(input), min=-100.0)
+        log_1mx = _ops.clamp(_ops.log(1.0 - input), min=-100.0)
+    loss = -(target * log_x + (1.0 - target) * log_1mx)
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction, "binary_cross_entropy")
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
+                                     reduction="mean", pos_weight=None):
+    """``-w (p t log sigmoid(x) + (1 - t) log(1 - sigmoid(x)))`` from logits, stably
+    (``p`` = ``pos_weight``, broadcast along the last dim; ``w`` = ``weight``).
+
+    Raises ValueError when target and input shapes differ."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    si, st = _shape(input), _shape(target)
+    if si != st:
+        raise ValueError(f"binary_cross_entropy_with_logits: Target size ({_size(st)}) must be "
+                         f"the same as input size ({_size(si)})")
+    log_sig_neg = _ops.softplus(-input)  # -log(sigmoid(x))
+    if pos_weight is not None:
+        log_weight = (pos_weight - 1.0) * target + 1.0
+        loss = (1.0 - target) * input + log_weight * log_sig_neg
+    else:
+        loss = (1.0 - target) * input + log_sig_neg
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction, "binary_cross_entropy_with_logits")
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    """Kullback-Leibler divergence ``t (log t - x)`` pointwise (``x`` = log-probabilities;
+    ``0`` where ``t = 0``), or ``exp(t) (t - x)`` with ``log_target``. Reductions also
+    include ``'batchmean'`` (the sum divided by the batch size, the KL divergence's own
+    definition); ``'mean'`` warns as in PyTorch.
+
+    Raises ValueError for an unknown reduction."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if reduction == "mean":
+        warnings.warn("kl_div: reduction: 'mean' divides the total loss by both the batch size "
+                      "and the support size.'batchmean' divides only by the batch size, and "
+                      "aligns with the KL div math definition.'mean' will be changed to behave "
+                      "the same as 'batchmean' in the next major release.", UserWarning,
+                      stacklevel=2)
+    if log_target:
+        loss = _ops.exp(target) * (target - input)
+    else:
+        t = _t(target)
+        pos = t > 0
+        loss = _ops.where(pos, t * _ops.log(_ops.where(pos, t, 1.0)), 0.0) - t * input
+    if reduction == "batchmean":
+        return loss.sum() / (loss.shape[0] if loss.ndim else 1)
+    return _reduce(loss, reduction, "kl_div")
+
+
+def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8,
+                     reduce=None, reduction="mean"):
+    """Poisson negative log-likelihood: ``exp(x) - t x`` (``log_input``) or
+    ``x - t log(x + eps)``; ``full`` adds Stirling's ``t log t - t + 0.5 log(2 pi t)``
+    where ``t > 1``."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if log_input:
+        loss = _ops.exp(input) - target * input
+    else:
+        loss = input - target * _ops.log(input + eps)
+    if full:
+        t = _t(target)
+        big = t > 1
+        ts = _ops.where(big, t, 1.0)
+        stirling = ts * _ops.log(ts) - ts + 0.5 * _ops.log(2 * math.pi * ts)
+        loss = loss + _ops.where(big, stirling, 0.0)
+    return _reduce(loss, reduction, "poisson_nll_loss")
+
+
+def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
+    """Gaussian negative log-likelihood ``0.5 (log v + (x - t)^2 / v)`` (+ ``0.5 log 2 pi``
+    with ``full``), ``v = max(var, eps)`` (the clamp passes the gradient, as PyTorch's
+    no-grad ``clamp_``). ``var`` is the input's shape, one dim short, with one dim of size
+    1, or a float.
+
+    Raises ValueError for a negative variance or a ``var`` of incorrect size."""
+    _check_reduction(reduction, "gaussian_nll_loss")
+    si = _shape(input)
+    if isinstance(var, (int, float)):
+        if var < 0:
+            raise ValueError("gaussian_nll_loss: var has negative entry/entries")
+        var = _creation.full(si, float(var), dtype=_t(input).dtype)
+    else:
+        var = _t(var)
+        if (var._data < 0).any():
+            raise ValueError("gaussian_nll_loss: var has negative entry/entries")
+    sv = tuple(var.shape)
+    if sv != si:
+        if tuple(si[:-1]) == sv:
+            var = var.unsqueeze(-1)
+        elif not (len(si) == len(sv) and sum(y for x, y in zip(si, sv) if x != y) == 1):
+            raise ValueError(f"gaussian_nll_loss: var is of incorrect size (var {_size(sv)}, "
+                             f"input {_size(si)})")
+    var = var + (_ops.clamp(var, min=eps) - var).detach()
+    d = input - target
+    loss = 0.5 * (_ops.log(var) + d * d / var)
+    if full:
+        loss = loss + 0.5 * math.log(2 * math.pi)
+    return _reduce(loss, reduction, "gaussian_nll_loss")
+
+
+def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, reduce=None,
+                        reduction="mean"):
+    """``max(0, -y (x1 - x2) + margin)``, ``y`` in {1, -1}.
+
+    Raises RuntimeError when the three tensors have different numbers of dims."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    s1, s2, st = _shape(input1), _shape(input2), _shape(target)
+    if not len(s1) == len(s2) == len(st):
+        raise RuntimeError(f"margin_ranking_loss: All input tensors should have same dimension "
+                           f"but got sizes: input1: {_size(s1)}, input2: {_size(s2)}, target: "
+                           f"{_size(st)} ")
+    loss = _ops.clamp(-target * (input1 - input2) + margin, min=0.0)
+    return _reduce(loss, reduction, "margin_ranking_loss")
+
+
+def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None,
+                         reduction="mean"):
+    """``x`` where ``y = 1``, ``max(0, margin - x)`` where ``y = -1`` (PyTorch's exact
+    formula: the first term where ``y != -1``, the second where ``y != 1``)."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    t = _t(target)
+    margin_clamp = _ops.clamp(margin - input, min=0.0)
+    loss = _ops.where(t != 1, margin_clamp, 0.0) + _ops.where(t != -1, input, 0.0)
+    return _reduce(loss, reduction, "hinge_embedding_loss")
+
+
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False,
+                        size_average=None, reduce=None, reduction="mean"):
+    """``max(d(a, p) - d(a, n) + margin, 0)`` with ``d`` = :func:`pairwise_distance`
+    (``swap``: ``d(a, n)`` replaced by ``min(d(a, n), d(p, n))``).
+
+    Raises RuntimeError when the three inputs have different numbers of dims."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    sa, sp, sn = _shape(anchor), _shape(positive), _shape(negative)
+    if not len(sa) == len(sp) == len(sn):
+        raise RuntimeError(f"triplet_margin_loss: The anchor, positive, and negative tensors are "
+                           f"expected to have the same number of dimensions, but got: anchor "
+                           f"{len(sa)}D, positive {len(sp)}D, and negative {len(sn)}D inputs")
+    d_ap = pairwise_distance(anchor, positive, p, eps)
+    d_an = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        d_an = _ops.minimum(d_an, pairwise_distance(positive, negative, p, eps))
+    loss = _ops.clamp(margin + d_ap - d_an, min=0.0)
+    return _reduce(loss, reduction, "triplet_margin_loss")
+
+
+def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, reduce=None,
+                          reduction="mean"):
+    """``1 - cos(x1, x2)`` where ``y = 1``, ``max(0, cos(x1, x2) - margin)`` where ``y = -1``
+    (cosine along the feature dim of (N, D) or (D,) inputs, with PyTorch's 1e-12 added to
+    the squared norms).
+
+    Raises RuntimeError for inputs of different shapes or not 1-D/2-D."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    s1, s2, st = _shape(input1), _shape(input2), _shape(target)
+    if s1 != s2 or len(s1) not in (1, 2) or st != tuple(s1[:-1]):
+        raise RuntimeError(f"cosine_embedding_loss: expected input1 and input2 of the same 1D or "
+                           f"2D shape and a target of their batch shape, got input1 {_size(s1)}, "
+                           f"input2 {_size(s2)}, target {_size(st)}")
+    dim = len(s1) - 1
+    prod = (input1 * input2).sum(dim=dim)
+    m1 = (input1 * input1).sum(dim=dim) + 1e-12
+    m2 = (input2 * input2).sum(dim=dim) + 1e-12
+    cos = prod / _ops.sqrt(m1 * m2)
+    t = _t(target)
+    loss = _ops.where(t == 1, 1.0 - cos, 0.0) + \
+        _ops.where(t == -1, _ops.clamp(cos - margin, min=0.0), 0.0)
+    return _reduce(loss, reduction, "cosine_embedding_loss")
+
+
+# --- attention ---------------------------------------------------------------------------
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
+                                 is_causal=False, scale=None, enable_gqa=False):
+    """``softmax(Q K^T * scale + bias) V`` with PyTorch's reference semantics.
+
+    Shapes: ``query`` (\\*, L, E), ``key`` (\\*, S, E), ``value`` (\\*, S, Ev); output
+    (\\*, L, Ev). ``scale`` defaults to ``1 / sqrt(E)``. ``attn_mask``: bool (True = take
+    part) or float (added), broadcastable to (\\*, L, S). ``is_causal``: the lower-triangular
+    mask. ``dropout_p``: dropout on the attention weights (chainrule's generator).
+
+    Raises
+    ------
+    RuntimeError
+        ``is_causal`` together with ``attn_mask``, or mismatched feature / sequence sizes.
+    """
+    q, k, v = _t(query), _t(key), _t(value)
+    if q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
+        raise RuntimeError(f"scaled_dot_product_attention: query {_size(q.shape)}, key "
+                           f"{_size(k.shape)} and value {_size(v.shape)} do not fit (expected "
+                           "query (*, L, E), key (*, S, E), value (*, S, Ev))")
+    if enable_gqa and q.ndim >= 3 and k.shape[-3] != q.shape[-3]:
+        rep = q.shape[-3] // k.shape[-3]
+        idx = np.repeat(np.arange(k.shape[-3]), rep)
+        sl = (slice(None),) * (k.ndim - 3) + (idx,)
+        k, v = k[sl], v[sl]
+    L, S = q.shape[-2], k.shape[-2]
+    scale_factor = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    bias = np.zeros((L, S), dtype=q.dtype)
+    if is_causal:
+        if attn_mask is not None:
+            raise RuntimeError("scaled_dot_product_attention: _scaled_dot_product_attention: "
+                               "Explicit attn_mask should not be set when is_causal=True")
+        bias[~np.tril(np.ones((L, S), dtype=bool))] = -np.inf
+    bias_t = wrap(bias)
+    if attn_mask is not None:
+        m = _t(attn_mask)
+        if m.dtype == np.bool_:
+            bias_t = wrap(np.where(m._data, bias, -np.inf).astype(q.dtype))
+        else:
+            bias_t = m + bias_t
+    w = _ops.matmul(q, k.transpose(-2, -1)) * scale_factor + bias_t
+    w = _ops.softmax(w, -1)
+    if dropout_p > 0.0:
+        w = dropout(w, dropout_p, True)
+    return _ops.matmul(w, v)
+
+
+# --- more of torch.nn.functional (compositions) -------------------------------------------
+
+def glu(input, dim=-1):
+    """The gated linear unit ``a * sigmoid(b)``, ``a, b`` the halves of ``input`` along
+    ``dim`` (whose size must be even), as ``torch.nn.functional.glu``."""
+    x = _t(input)
+    size = x.shape[dim]
+    if size % 2:
+        raise RuntimeError(f"glu: Halving dimension must be even, but dimension {dim} is size "
+                           f"{size}")
+    a, b = _ops.chunk(x, 2, dim)
+    return a * _ops.sigmoid(b)
+
+
+def hardshrink(input, lambd=0.5):
+    """``x`` where ``|x| > lambd``, else 0."""
+    x = _t(input)
+    return _ops.where((x > lambd) | (x < -lambd), x, 0.0)
+
+
+def softshrink(input, lambd=0.5):
+    """``x - lambd`` above ``lambd``, ``x + lambd`` below ``-lambd``, else 0."""
+    x = _t(input)
+    return _ops.where(x > lambd, x - lambd, _ops.where(x < -lambd, x + lambd, 0.0))
+
+
+def threshold(input, threshold, value, inplace=False):
+    """``x`` where ``x > threshold``, else ``value`` (gradient 0 there)."""
+    x = _t(input)
+    return _ops.where(x > threshold, x, float(value))
+
+
+def prelu(input, weight):
+    """``max(0, x) + weight * min(0, x)``, ``weight`` of one entry or one per channel (dim 1),
+    as ``torch.nn.functional.prelu``."""
+    x, w = _t(input), _t(weight)
+    if w.numel() == 1:
+        w = w.reshape(())  # one slope for every entry (a 0-d input stays 0-d)
+    else:
+        if x.ndim < 2 or x.shape[1] != w.numel():
+            raise RuntimeError(f"prelu: Mismatch of parameter numbers and input channel size. "
+                               f"Found parameter numbers = {w.numel()} and channel size = "
+                               f"{x.shape[1] if x.ndim > 1 else 1}.")
+        w = w.reshape((-1,) + (1,) * (x.ndim - 2))
+    return _ops.where(x > 0, x, w * x)
+
+
+def _name_errors_of(name):
+    from .._dispatch import name_errors
+
+    return lambda fn: name_errors(fn, name)
+
+
+@_name_errors_of("rms_norm")
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    """``x / sqrt(mean(x^2) + eps) * weight`` over the last ``len(normalized_shape)`` dims
+    (``eps`` defaults to the dtype's machine epsilon), as ``torch.nn.functional.rms_norm``."""
+    x = _t(input)
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if tuple(x.shape[x.ndim - len(shape):]) != shape:
+        raise RuntimeError(f"rms_norm: Given normalized_shape={list(shape)}, expected input "
+                           f"with shape [*, {', '.join(map(str, shape))}], but got input of "
+                           f"size {list(x.shape)}")
+    if eps is None:
+        eps = float(np.finfo(np.dtype(x.dtype)).eps)
+    dims = tuple(range(x.ndim - len(shape), x.ndim))
+    y = x * _ops.rsqrt(_ops.mean(x * x, dims, True) + eps)
+    return y if weight is None else y * weight
+
+
+def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """``log(1 + exp(-y x))``, averaged, as ``torch.nn.functional.soft_margin_loss``."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    return _reduce(_ops.softplus(-_t(target) * input), reduction, "soft_margin_loss")
+
+
+def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,
+                                reduction="mean"):
+    """``-mean_c [y log sigmoid(x) + (1 - y) log sigmoid(-x)]`` per sample (times ``weight``),
+    as ``torch.nn.functional.multilabel_soft_margin_loss``."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    x, y = _t(input), _t(target)
+    loss = -(y * logsigmoid(x) + (1 - y) * logsigmoid(-x))
+    if weight is not None:
+        loss = loss * weight
+    loss = _ops.mean(loss, x.ndim - 1) if x.ndim else loss
+    return _reduce(loss, reduction, "multilabel_soft_margin_loss")
+
+
+def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None,
+                      reduce=None, reduction="mean"):
+    """``sum_{i != y} max(0, margin - x_y + x_i)^p / C`` per sample (``weight[y]`` times the
+    terms), as ``torch.nn.functional.multi_margin_loss``; ``p`` is 1 or 2."""
+    if p not in (1, 2):
+        raise ValueError("multi_margin_loss: only p == 1 and p == 2 supported")
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    x = _t(input)
+    x2 = x.reshape(1, -1) if x.ndim <= 1 else x
+    idx = np.asarray(_t(target).detach().numpy(), dtype=np.int64).reshape(-1)
+    C = x2.shape[1]
+    picked = _ops.take_along_dim(x2, _t(idx.reshape(-1, 1)), 1)  # x_y, (N, 1)
+    terms = _ops.clamp(margin - picked + x2, min=0.0)
+    if p == 2:
+        terms = terms * terms
+    if weight is not None:
+        terms = terms * _t(weight)[_t(idx)].reshape(-1, 1)
+    others = _t(np.arange(C)[None, :] != idx[:, None])
+    loss = _ops.sum(_ops.where(others, terms, 0.0), 1) / C
+    if x.ndim <= 1:
+        loss = loss.reshape(())
+    return _reduce(loss, reduction, "multi_margin_loss")
+
+
+def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None,
+                                      margin=1.0, swap=False, reduction="mean"):
+    """:func:`triplet_margin_loss` with any ``distance_function`` (default:
+    :func:`pairwise_distance`)."""
+    d = distance_function or pairwise_distance
+    d_ap, d_an = d(anchor, positive), d(anchor, negative)
+    if swap:
+        d_an = _ops.minimum(d_an, d(positive, negative))
+    loss = _ops.clamp(margin + d_ap - d_an, min=0.0)
+    return _reduce(loss, reduction, "triplet_margin_with_distance_loss")
+
+
+__all__ += ["glu", "hardshrink", "softshrink", "threshold", "prelu", "rms_norm",
+            "soft_margin_loss", "multilabel_soft_margin_loss", "multi_margin_loss",
+            "triplet_margin_with_distance_loss"]
+
+
+# torch's top-level spellings (torch.layer_norm, ...), which take one more flag
+@_name_errors_of("layer_norm")
+def _top_layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5,
+                    cudnn_enable=True):
+    return layer_norm(input, normalized_shape, weight, bias, eps)
+
+
+@_name_errors_of("group_norm")
+def _top_group_norm(input, num_groups, weight=None, bias=None, eps=1e-5, cudnn_enabled=True):
+    return group_norm(input, num_groups, weight, bias, eps)

@@ -1,0 +1,446 @@
+"""More elementwise primitives: inverse circular and hyperbolic functions, logarithms and
+powers of 2 and 10, rounding, two-argument functions (atan2, hypot, logaddexp, fmod, ...),
+and the compositions and aliases that code written for PyTorch calls (addcmul, lerp,
+clamp_min, arccos, ...).
+
+Each primitive is declared once (:func:`chainrule._table.elementwise` or
+:func:`chainrule._table.defop`); compositions are plain functions of primitives (their
+gradients follow from those), and aliases are the same function under another name.
+Rounding ops (floor, ceil, round, trunc, floor_divide) have a zero gradient, as in PyTorch.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+
+from .. import _ns
+from .._dispatch import apply, name_errors
+from .._table import Rule, defop, documented, elementwise
+from ..backend import NUMPY, dtype_kind, xp_kernel
+from .elementwise import CALCULUS, _mask, _unary, abs, add, clamp, div, mul, neg, sign, sub
+
+__all__ = [
+    "acos", "arccos", "asin", "arcsin", "atan", "arctan", "atan2", "arctan2", "sinh", "cosh",
+    "asinh", "arcsinh", "acosh", "arccosh", "atanh", "arctanh", "log2", "log10", "exp2",
+    "rsqrt", "hypot", "logaddexp", "logaddexp2", "xlogy", "sinc", "floor", "ceil", "round",
+    "trunc", "fix", "frac", "fmod", "remainder", "floor_divide", "clamp_min", "clamp_max",
+    "addcmul", "addcdiv", "lerp", "nan_to_num", "copysign", "fmax", "fmin", "sgn",
+    "negative", "absolute", "multiply", "subtract", "divide",
+]
+
+CIRCULAR = "Abramowitz and Stegun (1964), section 4.4 (derivatives of the inverse circular " \
+           "functions)"
+HYPERBOLIC = "Abramowitz and Stegun (1964), section 4.5 (derivatives of the hyperbolic functions)"
+INVERSE_HYPERBOLIC = "Abramowitz and Stegun (1964), section 4.6 (derivatives of the inverse " \
+                     "hyperbolic functions)"
+_LN2 = math.log(2.0)
+_LN10 = math.log(10.0)
+
+
+def declare_rule_name(name, raw, diff, declare):
+    """Give derivative rules ``F.<name>`` (:func:`chainrule._ns.register`), an elementwise
+    function: ``raw`` on NumPy arrays, ``diff`` the differentiable op, ``declare(xp, dev,
+    lazy)`` on other backends. A name another op family declared already is kept."""
+    if name not in _ns.names():
+        _ns.register(name, raw, diff, declare, batch="leading")
+
+
+def own_or(name, fallback):
+    """A kernel calling the library's own ``name`` where it has one (NumPy, Dask, and the
+    SciPy special functions of the provider table), else ``fallback(xp, *args)``, written
+    with the Array API standard's functions (array-api-strict)."""
+
+    def kernel(xp, *args):
+        own = vars(xp).get(name)
+        return own(*args) if own is not None else fallback(xp, *args)
+
+    kernel.__name__ = name
+    return xp_kernel(kernel)
+
+
+def partial_rule(deriv):
+    """The rule ``grad * deriv(F, ...)`` (VJP) or ``t * deriv(F, ...)`` (JVP) of one input of
+    an elementwise op whose partial derivative is ``deriv(F, *needs)``."""
+    params = tuple(inspect.signature(deriv).parameters)[1:]
+
+    def rule(F, g, *a):
+        return g * deriv(F, *a)
+
+    rule.deriv = deriv  # the plan inlines grad * d(x) in its generated VJP
+    return Rule(rule, params)
+
+
+def binary(name, forward, partials, *, math, source, attrs=(), node_name=None):
+    """Declare an elementwise op of ``self`` and ``other`` from its two partial derivatives
+    (``{input: deriv(F, *needs)}``): VJP ``grad * d``, JVP ``t * d`` for each input."""
+    rules = {k: partial_rule(d) for k, d in partials.items()}
+    return defop(name, forward, ("self", "other"), rules, jvp=rules, attrs=attrs, math=math,
+                 source=source, node_name=node_name)
+
+
+def zero_gradient(name, forward, inputs=("self",), attrs=(), what="piecewise constant"):
+    """Declare an op whose gradient is zero (rounding), as PyTorch's."""
+    vjp = {k: (lambda F, g: F.zeros_like(g)) for k in inputs}
+    return defop(name, forward, inputs, vjp, jvp=dict(vjp), attrs=attrs,
+                 math={**{k: f"grad_{k} = 0" for k in inputs}, "out": "dy = 0"},
+                 source=f"{name} is {what}: its gradient is 0 almost everywhere, and 0 "
+                        "everywhere as in PyTorch")
+
+
+# --- rounding (zero gradient; floor and trunc are also rule names) ---------------------------
+
+FLOOR = zero_gradient("floor", "floor")
+CEIL = zero_gradient("ceil", "ceil")
+TRUNC = zero_gradient("trunc", "trunc")
+
+
+@xp_kernel
+def _round_kernel(xp, x, decimals):
+    # PyTorch's (and NumPy's) round with decimals: round half to even of x * 10^d, scaled back
+    if decimals == 0:
+        return xp.round(x)
+    if decimals > 0:
+        scale = 10.0 ** decimals
+        return xp.round(x * scale) / scale
+    scale = 10.0 ** -decimals
+    return xp.round(x / scale) * scale
+
+
+ROUND = zero_gradient("round", _round_kernel, attrs=("decimals",))
+FLOOR_DIVIDE = zero_gradient("floor_divide", "floor_divide", ("self", "other"),
+                             what="piecewise constant (floor(x / y))")
+
+floor = _unary(FLOOR, "Elementwise floor (largest integer <= x); zero gradient.")
+ceil = _unary(CEIL, "Elementwise ceiling (smallest integer >= x); zero gradient.")
+trunc = _unary(TRUNC, "Elementwise rounding toward zero; zero gradient.")
+fix = trunc
+
+
+@name_errors
+@documented(ROUND)
+def round(input, *, decimals=0):  # noqa: A001 - PyTorch's name
+    """Round half to even (``round(2.5) == 2``), to ``decimals`` decimal places (negative:
+    to tens, hundreds, ...); zero gradient."""
+    return apply(ROUND, (input,), (decimals,))
+
+
+@name_errors
+@documented(FLOOR_DIVIDE)
+def floor_divide(input, other):
+    """``floor(input / other)`` (Python's ``//``); zero gradient (PyTorch raises for this
+    op and gives zero through ``div(rounding_mode="floor")``)."""
+    return apply(FLOOR_DIVIDE, (input, other))
+
+
+@name_errors
+def frac(input):
+    """``input - trunc(input)`` (the sign of ``input``); gradient 1. A composition."""
+    return sub(input, trunc(input))
+
+
+declare_rule_name("floor", NUMPY.xp.floor, lambda x: floor(x), lambda xp, dev, lazy: xp.floor)
+declare_rule_name("trunc", NUMPY.xp.trunc, lambda x: trunc(x), lambda xp, dev, lazy: xp.trunc)
+
+# --- inverse circular and hyperbolic functions -----------------------------------------------
+
+declare_rule_name("sinh", NUMPY.xp.sinh, lambda x: sinh(x), lambda xp, dev, lazy: xp.sinh)
+declare_rule_name("cosh", NUMPY.xp.cosh, lambda x: cosh(x), lambda xp, dev, lazy: xp.cosh)
+SINH = elementwise("sinh", "sinh", lambda F, self: F.cosh(self), math="cosh(x)",
+                   source=HYPERBOLIC)
+COSH = elementwise("cosh", "cosh", lambda F, self: F.sinh(self), math="sinh(x)",
+                   source=HYPERBOLIC)
+ACOS = elementwise("acos", "acos", lambda F, self: -(1 - self * self) ** -0.5,
+                   math="-1 / sqrt(1 - x^2)", source=CIRCULAR)
+ASIN = elementwise("asin", "asin", lambda F, self: (1 - self * self) ** -0.5,
+                   math="1 / sqrt(1 - x^2)", source=CIRCULAR)
+ATAN = elementwise("atan", "atan", lambda F, self: 1 / (1 + self * self),
+                   math="1 / (1 + x^2)", source=CIRCULAR)
+ASINH = elementwise("asinh", "asinh", lambda F, self: (self * self + 1) ** -0.5,
+                    math="1 / sqrt(x^2 + 1)", source=INVERSE_HYPERBOLIC)
+ACOSH = elementwise("acosh", "acosh", lambda F, self: (self * self - 1) ** -0.5,
+                    math="1 / sqrt(x^2 - 1)", source=INVERSE_HYPERBOLIC)
+ATANH = elementwise("atanh", "atanh", lambda F, self: 1 / (1 - self * self),
+                    math="1 / (1 - x^2)", source=INVERSE_HYPERBOLIC)
+
+# --- logarithms and powers ---------------------------------------------------------------------
+
+LOG2 = elementwise("log2", "log2", lambda F, self: 1 / (self * _LN2), math="1 / (x ln 2)",
+                   source=CALCULUS)
+LOG10 = elementwise("log10", "log10", lambda F, self: 1 / (self * _LN10),
+                    math="1 / (x ln 10)", source=CALCULUS)
+EXP2 = elementwise("exp2", own_or("exp2", lambda xp, x: 2.0 ** x),
+                   lambda F, out: out * _LN2, math="2^x ln 2", source=CALCULUS)
+RSQRT = elementwise("rsqrt", xp_kernel(lambda xp, x: 1.0 / xp.sqrt(x)),
+                    lambda F, out: -0.5 * (out * out * out), math="-x^(-3/2) / 2",
+                    source=CALCULUS)
+
+
+def _sinc_fallback(xp, x):
+    y = math.pi * xp.where(x == 0, 1.0, x)
+    return xp.where(x == 0, 1.0, xp.sin(y) / y)
+
+
+def _sinc_deriv(F, self, out):
+    # (cos(pi x) - sinc(x)) / x, and 0 at x = 0 (sinc is even), as PyTorch's sinc_backward
+    safe = F.where(self == 0, 1.0, self)
+    return F.where(self == 0, 0.0, (F.cos(math.pi * self) - out) / safe)
+
+
+SINC = elementwise("sinc", own_or("sinc", _sinc_fallback), _sinc_deriv,
+                   math="(cos(pi x) - sinc(x)) / x, 0 at x = 0",
+                   source=CALCULUS + "; sinc(x) = sin(pi x) / (pi x), 1 at 0, as torch.sinc")
+
+acos = _unary(ACOS, "Elementwise arccosine (radians), for x in [-1, 1].")
+asin = _unary(ASIN, "Elementwise arcsine (radians), for x in [-1, 1].")
+atan = _unary(ATAN, "Elementwise arctangent (radians).")
+sinh = _unary(SINH, "Elementwise hyperbolic sine.")
+cosh = _unary(COSH, "Elementwise hyperbolic cosine.")
+asinh = _unary(ASINH, "Elementwise inverse hyperbolic sine.")
+acosh = _unary(ACOSH, "Elementwise inverse hyperbolic cosine, for x >= 1.")
+atanh = _unary(ATANH, "Elementwise inverse hyperbolic tangent, for x in (-1, 1).")
+log2 = _unary(LOG2, "Elementwise base-2 logarithm.")
+log10 = _unary(LOG10, "Elementwise base-10 logarithm.")
+exp2 = _unary(EXP2, "Elementwise 2^x.")
+rsqrt = _unary(RSQRT, "Elementwise 1 / sqrt(x).")
+sinc = _unary(SINC, "Elementwise normalized sinc, sin(pi x) / (pi x), 1 at x = 0.")
+arccos, arcsin, arctan = acos, asin, atan
+arcsinh, arccosh, arctanh = asinh, acosh, atanh
+
+# --- two-argument functions --------------------------------------------------------------------
+
+ATAN2 = binary(
+    "atan2", "atan2",
+    {"self": lambda F, self, other: other / (self * self + other * other),
+     "other": lambda F, self, other: -self / (self * self + other * other)},
+    math={"self": "grad_y = grad * x / (x^2 + y^2)", "other": "grad_x = -grad * y / (x^2 + y^2)",
+          "out": "dz = (x dy - y dx) / (x^2 + y^2)  (z = atan2(y, x), y = self, x = other)"},
+    source=CIRCULAR + "; atan2(y, x) = atan(y / x) up to a multiple of pi",
+)
+HYPOT = binary(
+    "hypot", "hypot",
+    {"self": lambda F, self, out: self / out, "other": lambda F, other, out: other / out},
+    math={"self": "grad_x = grad * x / z", "other": "grad_y = grad * y / z",
+          "out": "dz = (x dx + y dy) / z,  z = sqrt(x^2 + y^2)"},
+    source=CALCULUS,
+)
+LOGADDEXP = binary(
+    "logaddexp", "logaddexp",
+    {"self": lambda F, self, other: F.sigmoid(self - other),
+     "other": lambda F, self, other: F.sigmoid(other - self)},
+    math={"self": "grad_x = grad * sigmoid(x - y) = grad / (1 + exp(y - x))",
+          "other": "grad_y = grad * sigmoid(y - x)",
+          "out": "dz = sigmoid(x - y) dx + sigmoid(y - x) dy"},
+    source=CALCULUS + "; z = log(e^x + e^y)",
+)
+
+
+def _logaddexp2_fallback(xp, a, b):
+    return xp.logaddexp(a * _LN2, b * _LN2) / _LN2
+
+
+LOGADDEXP2 = binary(
+    "logaddexp2", own_or("logaddexp2", _logaddexp2_fallback),
+    {"self": lambda F, self, other: F.sigmoid((self - other) * _LN2),
+     "other": lambda F, self, other: F.sigmoid((other - self) * _LN2)},
+    math={"self": "grad_x = grad / (1 + 2^(y - x))", "other": "grad_y = grad / (1 + 2^(x - y))",
+          "out": "dz = dx / (1 + 2^(y - x)) + dy / (1 + 2^(x - y))"},
+    source=CALCULUS + "; z = log2(2^x + 2^y)",
+)
+
+
+def _xlogy_fallback(xp, x, y):
+    out = x * xp.log(y)
+    return xp.where((x == 0) & ~xp.isnan(y), xp.zeros_like(out), out)
+
+
+def _xlogy_x(F, self, other):
+    # log(y), and 0 where x = 0 and y <= 0 (where log(y) is -inf or NaN), as PyTorch's
+    masked = (self == 0) & (other <= 0)
+    return F.where(masked, 0.0, F.log(F.where(masked, 1.0, other)))
+
+
+XLOGY = binary(
+    "xlogy", own_or("xlogy", _xlogy_fallback),
+    {"self": _xlogy_x, "other": lambda F, self, other: self / other},
+    math={"self": "grad_x = grad * log(y)  (0 where x = 0 and y <= 0)",
+          "other": "grad_y = grad * x / y", "out": "dz = log(y) dx + x / y dy"},
+    source=CALCULUS + "; xlogy(0, y) = 0 (unless y is NaN), and the masking of the x-gradient "
+           "of PyTorch's xlogy backward",
+)
+
+
+def _fmod_fallback(xp, x, y):
+    # C's fmod has the sign of x; the standard's remainder has the sign of y: shift by y
+    r = xp.remainder(x, y)
+    return xp.where((r != 0) & ((r < 0) != (x < 0)), r - y, r)
+
+
+def _modulo(name, forward, other, math, source):
+    """fmod / remainder: x - q y with q the rounded quotient: gradient 1 for x, and
+    ``other`` (-q) for y."""
+    other = partial_rule(other)
+    return defop(name, forward, ("self", "other"),
+                 {"self": lambda F, g: g, "other": other},
+                 jvp={"self": lambda F, t: t, "other": other}, math=math, source=source)
+
+
+FMOD = _modulo(
+    "fmod", own_or("fmod", _fmod_fallback), lambda F, self, other: -F.trunc(self / other),
+    math={"self": "grad_x = grad", "other": "grad_y = -grad * trunc(x / y)",
+          "out": "dz = dx - trunc(x / y) dy"},
+    source=CALCULUS + "; fmod(x, y) = x - trunc(x / y) y (sign of x), PyTorch's fmod backward",
+)
+REMAINDER = _modulo(
+    "remainder", "remainder", lambda F, self, other: -F.floor(self / other),
+    math={"self": "grad_x = grad", "other": "grad_y = -grad * floor(x / y)",
+          "out": "dz = dx - floor(x / y) dy"},
+    source=CALCULUS + "; remainder(x, y) = x - floor(x / y) y (sign of y, Python's %), "
+           "PyTorch's remainder backward",
+)
+
+
+def _copysign_deriv(F, self, out):
+    # out / x = +-1 (0 where x = 0), PyTorch's copysign_tensor_self_backward
+    return F.where(self == 0, 0.0, out / F.where(self == 0, 1.0, self))
+
+
+COPYSIGN = defop(
+    "copysign", "copysign", ("self", "other"),
+    {"self": partial_rule(_copysign_deriv), "other": lambda F, g: F.zeros_like(g)},
+    jvp={"self": partial_rule(_copysign_deriv), "other": lambda F, t: F.zeros_like(t)},
+    math={"self": "grad_x = grad * copysign(1, y) sign(x)  (0 at x = 0)",
+          "other": "grad_y = 0", "out": "dz = (z / x) dx"},
+    source=CALCULUS + "; as PyTorch's copysign backward",
+)
+
+
+def _nan_safe(xp, fn):
+    def kernel(a, b):
+        return xp.where(xp.isnan(b), a, xp.where(xp.isnan(a), b, fn(a, b)))
+
+    return kernel
+
+
+def _winner(F, g, wins):
+    return g * _mask(F, wins, g)
+
+
+def _fpick(name, word, first_wins):
+    """fmax / fmin: the NaN-ignoring maximum / minimum. PyTorch's gradient: all of it to
+    ``self`` where ``first_wins(self, other)`` (ties included) or ``other`` is NaN, else to
+    ``other``."""
+    def wins(self, other):
+        return first_wins(self, other) | (other != other)
+
+    return defop(
+        name, own_or(name, lambda xp, a, b: _nan_safe(xp, getattr(xp, word))(a, b)),
+        ("self", "other"),
+        {"self": lambda F, g, self, other: _winner(F, g, wins(self, other)),
+         "other": lambda F, g, self, other: _winner(F, g, ~wins(self, other))},
+        jvp={"self": lambda F, t, self, other: _winner(F, t, wins(self, other)),
+             "other": lambda F, t, self, other: _winner(F, t, ~wins(self, other))},
+        math={"self": "grad_x = grad * [x wins or y is NaN]  (ties: x, as in PyTorch)",
+              "other": "grad_y = grad * [y wins and y is not NaN]",
+              "out": "dz = [x wins] dx + [y wins] dy"},
+        source=f"subgradient of {word}(x, y) ignoring NaN; PyTorch's {name} backward",
+    )
+
+
+FMAX = _fpick("fmax", "maximum", lambda a, b: a >= b)
+FMIN = _fpick("fmin", "minimum", lambda a, b: a <= b)
+
+
+@xp_kernel
+def _nan_to_num_kernel(xp, x, nan, posinf, neginf):
+    if dtype_kind(x.dtype) != "f":
+        return xp.asarray(x, copy=True)
+    info = xp.finfo(x.dtype)
+    big = info.max if posinf is None else posinf
+    small = info.min if neginf is None else neginf
+    out = xp.where(xp.isnan(x), nan, x)
+    return xp.where(out == math.inf, big, xp.where(out == -math.inf, small, out))
+
+
+NAN_TO_NUM = defop(
+    "nan_to_num", _nan_to_num_kernel, ("self",), attrs=("nan", "posinf", "neginf"),
+    vjp={"self": lambda F, g, self: g * _mask(F, F.abs(self) < math.inf, g)},
+    jvp={"self": lambda F, t, self: t * _mask(F, F.abs(self) < math.inf, t)},
+    math={"self": "grad_x = grad * [x finite]", "out": "dy = [x finite] dx"},
+    source="the identity where x is finite, a constant elsewhere; PyTorch's nan_to_num "
+           "backward",
+)
+
+
+def _binary_doc(op, summary):
+    op.call.__doc__ = summary
+    return documented(op)(op.call)
+
+
+atan2 = _binary_doc(ATAN2, "Elementwise atan2(input, other): the angle of (other, input), "
+                           "in (-pi, pi].")
+arctan2 = atan2
+hypot = _binary_doc(HYPOT, "Elementwise sqrt(input^2 + other^2), without overflow.")
+logaddexp = _binary_doc(LOGADDEXP, "Elementwise log(e^input + e^other), computed stably.")
+logaddexp2 = _binary_doc(LOGADDEXP2, "Elementwise log2(2^input + 2^other), computed stably.")
+xlogy = _binary_doc(XLOGY, "Elementwise input * log(other), 0 where input == 0 (unless other "
+                           "is NaN).")
+fmod = _binary_doc(FMOD, "Elementwise C fmod: input - trunc(input / other) * other (the sign "
+                         "of input).")
+remainder = _binary_doc(REMAINDER, "Elementwise Python modulus: input - floor(input / other) "
+                                   "* other (the sign of other).")
+copysign = _binary_doc(COPYSIGN, "Elementwise |input| with the sign of other.")
+fmax = _binary_doc(FMAX, "Elementwise maximum ignoring NaN (NaN only where both are NaN).")
+fmin = _binary_doc(FMIN, "Elementwise minimum ignoring NaN (NaN only where both are NaN).")
+
+
+@name_errors
+@documented(NAN_TO_NUM)
+def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
+    """NaN replaced by ``nan``, +inf by ``posinf`` and -inf by ``neginf`` (default: the
+    dtype's largest and lowest finite values); the gradient passes where ``input`` is
+    finite."""
+    return apply(NAN_TO_NUM, (input,), (nan, posinf, neginf))
+
+
+# --- compositions and aliases ------------------------------------------------------------------
+
+
+@name_errors
+def clamp_min(input, min):
+    """``clamp(input, min=min)`` (a number or a tensor). A composition."""
+    return clamp(input, min=min)
+
+
+@name_errors
+def clamp_max(input, max):
+    """``clamp(input, max=max)`` (a number or a tensor). A composition."""
+    return clamp(input, max=max)
+
+
+@name_errors
+def addcmul(input, tensor1, tensor2, *, value=1):
+    """``input + value * tensor1 * tensor2``. A composition."""
+    prod = mul(tensor1, tensor2)
+    return add(input, prod if value == 1 else mul(prod, value))
+
+
+@name_errors
+def addcdiv(input, tensor1, tensor2, *, value=1):
+    """``input + value * tensor1 / tensor2``. A composition."""
+    quot = div(tensor1, tensor2)
+    return add(input, quot if value == 1 else mul(quot, value))
+
+
+@name_errors
+def lerp(input, end, weight):
+    """``input + weight * (end - input)``; ``weight`` a number or a tensor. A composition."""
+    return add(input, mul(weight, sub(end, input)))
+
+
+sgn = sign  # the sign of a real tensor (PyTorch's sgn is sign for real inputs)
+negative = neg
+absolute = abs
+multiply = mul
+subtract = sub
+divide = div

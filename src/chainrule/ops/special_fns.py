@@ -1,0 +1,547 @@
+"""Special functions as primitives: the gamma family (lgamma, digamma, polygamma, zeta), the
+error-function family (erfc, erfinv, erfcx, the normal distribution's ndtri and log_ndtr),
+modified Bessel functions (i0, i0e, i1, i1e), entr and xlog1py; and the compositions that
+torch.special adds (ndtr, logit, multigammaln, betaln).
+
+Forward kernels are the backends' special functions (scipy.special on NumPy and Dask,
+cupyx.scipy.special on CuPy: :data:`chainrule.backend.SPECIAL_FUNCTIONS`); a backend
+without them (array-api-strict) raises NotImplementedError naming the function.
+
+Derivatives compute through the rule namespace ``F``, so that they are differentiable again:
+digamma's derivative is ``F.polygamma(1, x)``, itself a primitive with a rule, and so on.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+from .._dispatch import apply, name_errors
+from .._table import Rule, defop, documented, elementwise
+from .._tensor import Tensor
+from ..backend import NUMPY, xp_kernel
+from .elementwise import _unary, add, clamp, log, log1p, mul, sub
+from .elementwise_more import (
+    XLOGY,
+    binary,
+    declare_rule_name,
+    own_or,
+    partial_rule,
+    xlogy,
+    zero_gradient,
+)
+
+__all__ = ["lgamma", "digamma", "polygamma", "erfc", "erfinv", "i0", "mvlgamma", "logit"]
+
+AS = "Abramowitz and Stegun (1964)"
+_SQRT_PI = math.sqrt(math.pi)
+_SQRT_2PI = math.sqrt(2 * math.pi)
+
+
+def special_kernel(name):
+    """The forward kernel calling the backend's special function ``name`` (SciPy's name)."""
+    kernel = xp_kernel(lambda xp, *args: getattr(xp, name)(*args))
+    kernel.__name__ = name
+    return kernel
+
+
+def typed_special_kernel(name):
+    """:func:`special_kernel` for a function of several arguments, whose result takes the
+    arguments' result type with Python numbers weak (NumPy's rule): SciPy's ufuncs whose
+    float64 loop comes first (gammainc, beta) compute ``f(1.5, float32 array)`` in float64."""
+    def kernel(xp, *args):
+        out = getattr(xp, name)(*args)
+        want = xp.result_type(*args)
+        return out if out.dtype == want else out.astype(want)
+
+    kernel.__name__ = name
+    return xp_kernel(kernel)
+
+
+def _declare_special(name, diff, kernel=None):
+    """``F.<name>``: the backend's special function (or ``kernel``), differentiable as
+    ``diff``."""
+    kernel = kernel or special_kernel(name)
+    declare_rule_name(name, lambda *a: kernel(NUMPY.xp, *a), diff,
+                      lambda xp, dev, lazy: lambda *a: kernel(xp, *a))
+
+
+@xp_kernel
+def _polygamma_kernel(xp, x, n):
+    # psi^(n)(x) = (-1)^(n+1) n! zeta(n + 1, x) for n >= 1 (A&S 6.4.10); psi for n = 0
+    if n == 0:
+        return xp.digamma(x)
+    return (-1.0) ** (n + 1) * math.factorial(n) * xp.zeta(float(n + 1), x)
+
+
+# The names the rules below use; the differentiable versions are this module's functions.
+_declare_special("digamma", lambda x: digamma(x))
+declare_rule_name("polygamma", lambda n, x: _polygamma_kernel(NUMPY.xp, x, n),
+                  lambda n, x: polygamma(n, x),
+                  lambda xp, dev, lazy: lambda n, x: _polygamma_kernel(xp, x, n))
+for _name in ("i0", "i1", "i0e", "i1e"):
+    _declare_special(_name, (lambda name: lambda x: globals()[name](x))(_name))
+_declare_special("zeta", lambda x, q: zeta(x, q))
+declare_rule_name("log1p", NUMPY.xp.log1p, lambda x: log1p(x), lambda xp, dev, lazy: xp.log1p)
+
+# --- gamma family ------------------------------------------------------------------------------
+
+LGAMMA = elementwise("lgamma", special_kernel("gammaln"), lambda F, self: F.digamma(self),
+                     math="digamma(x)", source=f"{AS}, eq. 6.3.1 (psi = d/dx log Gamma)")
+DIGAMMA = elementwise("digamma", special_kernel("digamma"),
+                      lambda F, self: F.polygamma(1, self), math="polygamma(1, x)",
+                      source=f"{AS}, eq. 6.4.1 (psi^(n) = d^(n+1)/dx^(n+1) log Gamma)")
+POLYGAMMA = defop(
+    "polygamma", _polygamma_kernel, ("self",), attrs=("n",),
+    vjp={"self": lambda F, g, self, n: g * F.polygamma(n + 1, self)},
+    jvp={"self": lambda F, t, self, n: t * F.polygamma(n + 1, self)},
+    math={"self": "grad_x = grad * polygamma(n + 1, x)", "out": "dy = polygamma(n + 1, x) dx"},
+    source=f"{AS}, eq. 6.4.1; the kernel is (-1)^(n+1) n! zeta(n + 1, x), eq. 6.4.10",
+)
+
+
+def _zeta_x(F, g):
+    raise NotImplementedError(
+        "zeta: the derivative with respect to x (the first argument) is not implemented, "
+        "as in PyTorch; only q (the second) is differentiable")
+
+
+ZETA = defop(
+    "zeta", special_kernel("zeta"), ("self", "other"),
+    vjp={"self": _zeta_x, "other": partial_rule(lambda F, self, other:
+                                                -self * F.zeta(self + 1, other))},
+    jvp={"self": _zeta_x, "other": partial_rule(lambda F, self, other:
+                                                -self * F.zeta(self + 1, other))},
+    math={"self": "not implemented (as in PyTorch)",
+          "other": "grad_q = -grad * x * zeta(x + 1, q)", "out": "dz = -x zeta(x + 1, q) dq"},
+    source="Hurwitz zeta: d/dq zeta(x, q) = -x zeta(x + 1, q), NIST DLMF eq. 25.11.17",
+)
+
+lgamma = _unary(LGAMMA, "Elementwise log |Gamma(x)|.")
+digamma = _unary(DIGAMMA, "Elementwise digamma psi(x) = d/dx log Gamma(x).")
+
+
+@name_errors
+@documented(POLYGAMMA)
+def polygamma(n, input):
+    """The ``n``-th derivative of digamma at ``input`` (``n`` a non-negative int)."""
+    if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+        raise ValueError(f"polygamma: n must be a non-negative int, got {n!r}")
+    return apply(POLYGAMMA, (input,), (n,))
+
+
+@name_errors
+@documented(ZETA)
+def zeta(input, other):
+    """The Hurwitz zeta function zeta(input, other) = sum_k (k + other)^-input; the gradient
+    flows to ``other`` only (as in PyTorch)."""
+    return apply(ZETA, (input, other))
+
+
+@name_errors
+def mvlgamma(input, p):
+    """The multivariate log-gamma function of dimension ``p``: ``p (p - 1) / 4 log(pi) +
+    sum_{i < p} lgamma(input - i / 2)``. A composition of lgamma."""
+    if not isinstance(p, int) or p < 1:
+        raise ValueError(f"mvlgamma: p must be a positive int, got {p!r}")
+    total = lgamma(input)
+    for i in range(1, p):
+        total = add(total, lgamma(sub(input, i / 2)))
+    return add(total, p * (p - 1) / 4 * math.log(math.pi))
+
+
+@name_errors
+def betaln(a, b):
+    """``log |B(a, b)| = lgamma(a) + lgamma(b) - lgamma(a + b)`` (SciPy's name). A
+    composition of lgamma."""
+    return sub(add(lgamma(a), lgamma(b)), lgamma(add(a, b)))
+
+
+# --- error function family ---------------------------------------------------------------------
+
+ERFC = elementwise("erfc", special_kernel("erfc"),
+                   lambda F, self: (-2 / _SQRT_PI) * F.exp(-self * self),
+                   math="-2 / sqrt(pi) * exp(-x^2)",
+                   source=f"{AS}, eqs. 7.1.2 (erfc = 1 - erf) and 7.1.19")
+ERFINV = elementwise("erfinv", special_kernel("erfinv"),
+                     lambda F, out: (_SQRT_PI / 2) * F.exp(out * out),
+                     math="sqrt(pi) / 2 * exp(erfinv(x)^2)",
+                     source=f"inverse function rule on {AS}, eq. 7.1.19")
+ERFCX = elementwise("erfcx", special_kernel("erfcx"),
+                    lambda F, self, out: 2 * self * out - 2 / _SQRT_PI,
+                    math="2 x erfcx(x) - 2 / sqrt(pi)",
+                    source=f"product rule on erfcx(x) = exp(x^2) erfc(x), {AS}, eq. 7.1.19")
+NDTRI = elementwise("ndtri", special_kernel("ndtri"),
+                    lambda F, out: _SQRT_2PI * F.exp(out * out / 2),
+                    math="sqrt(2 pi) exp(ndtri(x)^2 / 2)",
+                    source=f"inverse function rule on the normal density, {AS}, eq. 26.2.1")
+LOG_NDTR = elementwise("log_ndtr", special_kernel("log_ndtr"),
+                       lambda F, self, out: F.exp(-self * self / 2 - out) / _SQRT_2PI,
+                       math="exp(-x^2 / 2 - log_ndtr(x)) / sqrt(2 pi)  (= pdf(x) / ndtr(x), "
+                            "without underflow)",
+                       source=f"{AS}, eqs. 26.2.1-26.2.2; PyTorch's log_ndtr backward")
+
+erfc = _unary(ERFC, "Elementwise complementary error function 1 - erf(x).")
+erfinv = _unary(ERFINV, "Elementwise inverse error function, for x in (-1, 1).")
+erfcx = _unary(ERFCX, "Elementwise scaled complementary error function exp(x^2) erfc(x).")
+ndtri = _unary(NDTRI, "Elementwise inverse of the standard normal CDF, for x in (0, 1).")
+log_ndtr = _unary(LOG_NDTR, "Elementwise log of the standard normal CDF, accurate for x << 0.")
+
+
+@name_errors
+def ndtr(input):
+    """The standard normal CDF, ``erfc(-input / sqrt(2)) / 2``. A composition of erfc."""
+    return mul(erfc(mul(input, -1 / math.sqrt(2))), 0.5)
+
+
+@name_errors
+def logit(input, eps=None):
+    """``log(p / (1 - p))``; with ``eps``, ``p`` is first clamped into ``[eps, 1 - eps]``
+    (the gradient is then 0 outside, as in PyTorch). A composition."""
+    p = input if eps is None else clamp(input, eps, 1 - eps)
+    return sub(log(p), log1p(mul(p, -1.0)))
+
+
+# --- modified Bessel functions ---------------------------------------------------------------
+
+_BESSEL = f"{AS}, eqs. 9.6.26-9.6.27 (I0' = I1, I1' = I0 - I1 / x)"
+
+
+def _i1_deriv(F, self, out):
+    # I1' = I0 - I1 / x, whose limit at 0 is 1/2
+    safe = F.where(self == 0, 1.0, self)
+    return F.where(self == 0, 0.5, F.i0(self) - out / safe)
+
+
+def _i1e_deriv(F, self, out):
+    # i1e = e^-|x| I1: i1e' = i0e - i1e (sign(x) + 1 / x), 1/2 at 0
+    safe = F.where(self == 0, 1.0, self)
+    return F.where(self == 0, 0.5, F.i0e(self) - out * (F.sign(self) + 1 / safe))
+
+
+I0 = elementwise("i0", special_kernel("i0"), lambda F, self: F.i1(self), math="i1(x)",
+                 source=_BESSEL)
+I0E = elementwise("i0e", special_kernel("i0e"),
+                  lambda F, self, out: F.i1e(self) - F.sign(self) * out,
+                  math="i1e(x) - sign(x) i0e(x)",
+                  source=_BESSEL + "; product rule on i0e = exp(-|x|) I0")
+I1 = elementwise("i1", special_kernel("i1"), _i1_deriv, math="i0(x) - i1(x) / x  (1/2 at 0)",
+                 source=_BESSEL)
+I1E = elementwise("i1e", special_kernel("i1e"), _i1e_deriv,
+                  math="i0e(x) - i1e(x) (sign(x) + 1 / x)  (1/2 at 0)",
+                  source=_BESSEL + "; product rule on i1e = exp(-|x|) I1")
+
+i0 = _unary(I0, "Elementwise modified Bessel function of the first kind, order 0.")
+i0e = _unary(I0E, "Elementwise exponentially scaled i0: exp(-|x|) i0(x).")
+i1 = _unary(I1, "Elementwise modified Bessel function of the first kind, order 1.")
+i1e = _unary(I1E, "Elementwise exponentially scaled i1: exp(-|x|) i1(x).")
+
+# --- entropy terms ---------------------------------------------------------------------------
+
+
+def _entr_fallback(xp, x):
+    safe = xp.where(x > 0, x, xp.ones_like(x))
+    inside = -x * xp.log(safe)
+    return xp.where(x > 0, inside, xp.where(x == 0, xp.zeros_like(x), -math.inf))
+
+
+ENTR = elementwise("entr", own_or("entr", _entr_fallback),
+                   lambda F, self: -(F.log(self) + 1), math="-(log(x) + 1)",
+                   source="elementary calculus; entr(x) = -x log(x), 0 at 0, -inf for x < 0, "
+                          "as torch.special.entr")
+entr = _unary(ENTR, "Elementwise -x log(x) (0 at 0, -inf for x < 0).")
+
+
+def _xlog1py_fallback(xp, x, y):
+    out = x * xp.log1p(y)
+    return xp.where((x == 0) & ~xp.isnan(y), xp.zeros_like(out), out)
+
+
+def _xlog1py_x(F, self, other):
+    # log1p(y), and 0 where x = 0 and y <= -1 (where log1p(y) is -inf or NaN), as PyTorch's
+    masked = (self == 0) & (other <= -1)
+    return F.where(masked, 0.0, F.log1p(F.where(masked, 0.0, other)))
+
+
+XLOG1PY = binary(
+    "xlog1py", own_or("xlog1py", _xlog1py_fallback),
+    {"self": _xlog1py_x, "other": lambda F, self, other: self / (1 + other)},
+    math={"self": "grad_x = grad * log1p(y)  (0 where x = 0 and y <= -1)",
+          "other": "grad_y = grad * x / (1 + y)", "out": "dz = log1p(y) dx + x / (1 + y) dy"},
+    source="elementary calculus; xlog1py(0, y) = 0 (unless y is NaN), as "
+           "torch.special.xlog1py",
+)
+xlog1py = XLOG1PY.call
+xlog1py.__doc__ = "Elementwise input * log1p(other), 0 where input == 0 (unless other is NaN)."
+xlog1py = documented(XLOG1PY)(xlog1py)
+
+
+# --- gamma function, its sign and reciprocal, beta (SciPy's names) ---------------------------
+
+_declare_special("lgamma", lambda x: lgamma(x), kernel=special_kernel("gammaln"))
+_declare_special("xlogy", lambda x, y: xlogy(x, y), kernel=XLOGY.kernel)
+_declare_special("xlog1py", lambda x, y: xlog1py(x, y), kernel=XLOG1PY.kernel)
+
+GAMMA = elementwise("gamma", special_kernel("gamma"),
+                    lambda F, self, out: out * F.digamma(self), math="gamma(x) digamma(x)",
+                    source=f"{AS}, eq. 6.3.1 (psi = Gamma' / Gamma)")
+RGAMMA = elementwise("rgamma", special_kernel("rgamma"),
+                     lambda F, self, out: -out * F.digamma(self),
+                     math="-rgamma(x) digamma(x)  (away from the poles of Gamma)",
+                     source=f"{AS}, eq. 6.3.1, on 1 / Gamma(x)")
+GAMMASGN = zero_gradient("gammasgn", special_kernel("gammasgn"),
+                         what="piecewise constant (the sign of Gamma(x))")
+
+
+def _beta_partial(first):
+    def deriv(F, self, other, out):
+        return out * (F.digamma(self if first else other) - F.digamma(self + other))
+    return deriv
+
+
+BETA = binary(
+    "beta", typed_special_kernel("beta"),
+    {"self": _beta_partial(True), "other": _beta_partial(False)},
+    math={"self": "grad_a = grad * B(a, b) (digamma(a) - digamma(a + b))",
+          "other": "grad_b = grad * B(a, b) (digamma(b) - digamma(a + b))",
+          "out": "dB = B(a, b) ((digamma(a) - digamma(a + b)) da + (digamma(b) - digamma(a + b)) "
+                 "db)"},
+    source=f"{AS}, eqs. 6.2.2 (B = Gamma(a) Gamma(b) / Gamma(a + b)) and 6.3.1",
+)
+
+gamma = _unary(GAMMA, "Elementwise gamma function Gamma(x).")
+rgamma = _unary(RGAMMA, "Elementwise reciprocal gamma function 1 / Gamma(x) (0 at the poles).")
+gammasgn = _unary(GAMMASGN, "Elementwise sign of Gamma(x) (SciPy's gammasgn); zero gradient.")
+
+
+@name_errors
+@documented(BETA)
+def beta(a, b):
+    """The beta function B(a, b) = Gamma(a) Gamma(b) / Gamma(a + b) (SciPy's beta)."""
+    return apply(BETA, (a, b))
+
+
+@name_errors
+def erfcinv(input):
+    """The inverse of erfc on (0, 2): ``-ndtri(input / 2) / sqrt(2)`` (SciPy's erfcinv). A
+    composition of ndtri, exact: erfc(z) = 2 Phi(-z sqrt(2)), so z = -Phi^-1(y / 2) / sqrt(2)."""
+    return mul(ndtri(mul(input, 0.5)), -1 / math.sqrt(2))
+
+
+# --- Bessel functions of the first and second kinds, and modified of real order -------------
+
+_BESSEL_JY = (f"{AS}, eqs. 9.1.27-9.1.28 (C_0' = -C_1, C_1' = C_0 - C_1 / x, "
+              "C_n' = (C_{n-1} - C_{n+1}) / 2, for C = J, Y)")
+_BESSEL_IV = (f"{AS}, eq. 9.6.26 (I_v' = (I_{{v-1}} + I_{{v+1}}) / 2); product rule on "
+              "ive = exp(-|x|) I_v")
+
+
+def _order_kernel(scipy_name):
+    """The kernel of a function of an order and x, ``fn(xp, x, order)``, in x's dtype (SciPy
+    computes yn of an int order in float64 whatever x's float type)."""
+    def kernel(xp, x, order):
+        out = getattr(xp, scipy_name)(order, x)
+        return out if out.dtype == x.dtype else out.astype(x.dtype)
+
+    kernel = xp_kernel(kernel)
+    kernel.__name__ = scipy_name
+    return kernel
+
+
+_JN, _YN, _IV, _IVE = (_order_kernel(n) for n in ("jn", "yn", "iv", "ive"))
+
+
+def _declare_order(name, kernel, diff):
+    declare_rule_name(name, lambda order, x: kernel(NUMPY.xp, x, order), diff,
+                      lambda xp, dev, lazy: lambda order, x: kernel(xp, x, order))
+
+
+_declare_special("j0", lambda x: j0(x))
+_declare_special("j1", lambda x: j1(x))
+_declare_special("y0", lambda x: y0(x))
+_declare_special("y1", lambda x: y1(x))
+_declare_order("jn", _JN, lambda n, x: jn(n, x))
+_declare_order("yn", _YN, lambda n, x: yn(n, x))
+_declare_order("iv", _IV, lambda v, x: iv(v, x))
+_declare_order("ive", _IVE, lambda v, x: ive(v, x))
+
+
+def _j1_deriv(F, self, out):
+    # J1' = J0 - J1 / x, whose limit at 0 is 1/2
+    safe = F.where(self == 0, 1.0, self)
+    return F.where(self == 0, 0.5, F.j0(self) - out / safe)
+
+
+J0 = elementwise("j0", special_kernel("j0"), lambda F, self: -F.j1(self), math="-j1(x)",
+                 source=_BESSEL_JY)
+J1 = elementwise("j1", special_kernel("j1"), _j1_deriv, math="j0(x) - j1(x) / x  (1/2 at 0)",
+                 source=_BESSEL_JY)
+Y0 = elementwise("y0", special_kernel("y0"), lambda F, self: -F.y1(self), math="-y1(x)",
+                 source=_BESSEL_JY)
+Y1 = elementwise("y1", special_kernel("y1"), lambda F, self, out: F.y0(self) - out / self,
+                 math="y0(x) - y1(x) / x", source=_BESSEL_JY)
+
+
+def _order_op(name, kernel, order, deriv, math_text, source):
+    """An elementwise op of ``self`` with a non-differentiable order attribute ``order``."""
+    def rule(F, g, self, *a):
+        return g * deriv(F, self, *a)
+
+    params = ("self", order)
+    return defop(name, kernel, ("self",), attrs=(order,),
+                 vjp={"self": Rule(rule, params)}, jvp={"self": Rule(rule, params)},
+                 math={"self": f"grad_x = grad * ({math_text})", "out": f"dy = ({math_text}) dx"},
+                 source=source)
+
+
+JN = _order_op("jn", _JN, "n", lambda F, x, n: (F.jn(n - 1, x) - F.jn(n + 1, x)) / 2,
+               "(jn(n - 1, x) - jn(n + 1, x)) / 2", _BESSEL_JY)
+YN = _order_op("yn", _YN, "n", lambda F, x, n: (F.yn(n - 1, x) - F.yn(n + 1, x)) / 2,
+               "(yn(n - 1, x) - yn(n + 1, x)) / 2", _BESSEL_JY)
+IV = _order_op("iv", _IV, "v", lambda F, x, v: (F.iv(v - 1, x) + F.iv(v + 1, x)) / 2,
+               "(iv(v - 1, x) + iv(v + 1, x)) / 2", _BESSEL_IV)
+IVE = _order_op("ive", _IVE, "v",
+                lambda F, x, v: (F.ive(v - 1, x) + F.ive(v + 1, x)) / 2 - F.sign(x) * F.ive(v, x),
+                "(ive(v - 1, x) + ive(v + 1, x)) / 2 - sign(x) ive(v, x)", _BESSEL_IV)
+
+j0 = _unary(J0, "Elementwise Bessel function of the first kind of order 0.")
+j1 = _unary(J1, "Elementwise Bessel function of the first kind of order 1.")
+y0 = _unary(Y0, "Elementwise Bessel function of the second kind of order 0 (x > 0).")
+y1 = _unary(Y1, "Elementwise Bessel function of the second kind of order 1 (x > 0).")
+
+
+def _order(name, what, value, integral):
+    if isinstance(value, Tensor) and value.ndim == 0:
+        value = value.item()
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or (
+            integral and value != int(value)):
+        kind = "an int" if integral else "a real number"
+        raise TypeError(f"{name}: the order {what} must be {kind} (it is not differentiable), "
+                        f"got {value!r}")
+    return int(value) if integral else value
+
+
+@name_errors
+@documented(JN)
+def jn(n, x):
+    """The Bessel function of the first kind of order ``n`` (SciPy's jn; ``n`` a number, not
+    differentiable)."""
+    return apply(JN, (x,), (_order("jn", "n", n, False),))
+
+
+@name_errors
+@documented(YN)
+def yn(n, x):
+    """The Bessel function of the second kind of integer order ``n`` (SciPy's yn), x > 0."""
+    return apply(YN, (x,), (_order("yn", "n", n, True),))
+
+
+@name_errors
+@documented(IV)
+def iv(v, x):
+    """The modified Bessel function of the first kind of real order ``v`` (SciPy's iv;
+    ``v`` a number, not differentiable)."""
+    return apply(IV, (x,), (_order("iv", "v", v, False),))
+
+
+@name_errors
+@documented(IVE)
+def ive(v, x):
+    """The exponentially scaled modified Bessel function ``exp(-|x|) iv(v, x)`` (SciPy's
+    ive; ``v`` a number, not differentiable)."""
+    return apply(IVE, (x,), (_order("ive", "v", v, False),))
+
+
+# --- regularized incomplete gamma and beta functions -----------------------------------------
+
+
+def _not_differentiable(op, what):
+    def rule(F, g):
+        raise NotImplementedError(
+            f"{op}: the derivative with respect to {what} is not implemented, as in PyTorch; "
+            "only x (the last argument) is differentiable")
+    return rule
+
+
+def _like_x(F, v, x):
+    """A Python number ``v`` as an array of ``x``'s dtype (SciPy's ufuncs would compute with
+    it in float64)."""
+    return F.zeros_like(x) + v if isinstance(v, numbers.Real) else v
+
+
+def _gammainc_x(F, self, other):
+    # x^(a-1) e^-x / Gamma(a), as exp(xlogy(a - 1, x) - x - lgamma(a)) (no overflow)
+    self = _like_x(F, self, other)
+    return F.exp(F.xlogy(self - 1, other) - other - F.lgamma(self))
+
+
+_GAMMAINC = (f"{AS}, eqs. 6.5.1-6.5.3 (P(a, x) = gamma(a, x) / Gamma(a), Q = 1 - P; "
+             "d/dx gamma(a, x) = x^(a-1) e^-x)")
+GAMMAINC = defop(
+    "gammainc", typed_special_kernel("gammainc"), ("self", "other"),
+    vjp={"self": _not_differentiable("gammainc", "a"), "other": partial_rule(_gammainc_x)},
+    jvp={"self": _not_differentiable("gammainc", "a"), "other": partial_rule(_gammainc_x)},
+    math={"self": "not implemented (as in PyTorch)",
+          "other": "grad_x = grad * x^(a-1) e^-x / Gamma(a)",
+          "out": "dP = x^(a-1) e^-x / Gamma(a) dx"},
+    source=_GAMMAINC,
+)
+GAMMAINCC = defop(
+    "gammaincc", typed_special_kernel("gammaincc"), ("self", "other"),
+    vjp={"self": _not_differentiable("gammaincc", "a"),
+         "other": partial_rule(lambda F, self, other: -_gammainc_x(F, self, other))},
+    jvp={"self": _not_differentiable("gammaincc", "a"),
+         "other": partial_rule(lambda F, self, other: -_gammainc_x(F, self, other))},
+    math={"self": "not implemented (as in PyTorch)",
+          "other": "grad_x = -grad * x^(a-1) e^-x / Gamma(a)",
+          "out": "dQ = -x^(a-1) e^-x / Gamma(a) dx"},
+    source=_GAMMAINC,
+)
+
+
+def _betainc_x(F, a, b, x):
+    # x^(a-1) (1-x)^(b-1) / B(a, b), in logs: xlogy(a-1, x) + xlog1py(b-1, -x) - log B(a, b)
+    a, b = _like_x(F, a, x), _like_x(F, b, x)
+    log_beta = F.lgamma(a) + F.lgamma(b) - F.lgamma(a + b)
+    return F.exp(F.xlogy(a - 1, x) + F.xlog1py(b - 1, -x) - log_beta)
+
+
+BETAINC = defop(
+    "betainc", typed_special_kernel("betainc"), ("a", "b", "x"),
+    vjp={"a": _not_differentiable("betainc", "a"), "b": _not_differentiable("betainc", "b"),
+         "x": partial_rule(_betainc_x)},
+    jvp={"a": _not_differentiable("betainc", "a"), "b": _not_differentiable("betainc", "b"),
+         "x": partial_rule(_betainc_x)},
+    math={"a": "not implemented", "b": "not implemented",
+          "x": "grad_x = grad * x^(a-1) (1-x)^(b-1) / B(a, b)",
+          "out": "dI = x^(a-1) (1-x)^(b-1) / B(a, b) dx"},
+    source=f"{AS}, eq. 6.6.2 (I_x(a, b) = B_x(a, b) / B(a, b), B_x = int_0^x t^(a-1) "
+           "(1-t)^(b-1) dt)",
+)
+
+
+@name_errors
+@documented(GAMMAINC)
+def gammainc(a, x):
+    """The regularized lower incomplete gamma function P(a, x) (SciPy's gammainc, PyTorch's
+    special.gammainc); differentiable in ``x`` only (the ``a`` derivative raises
+    NotImplementedError, as PyTorch's)."""
+    return apply(GAMMAINC, (a, x))
+
+
+@name_errors
+@documented(GAMMAINCC)
+def gammaincc(a, x):
+    """The regularized upper incomplete gamma function Q(a, x) = 1 - P(a, x); differentiable
+    in ``x`` only."""
+    return apply(GAMMAINCC, (a, x))
+
+
+@name_errors
+@documented(BETAINC)
+def betainc(a, b, x):
+    """The regularized incomplete beta function I_x(a, b) (SciPy's betainc); differentiable
+    in ``x`` only (the ``a`` and ``b`` derivatives raise NotImplementedError)."""
+    return apply(BETAINC, (a, b, x))
+
+del _name

@@ -1,0 +1,79 @@
+"""``chainrule.special``: PyTorch's ``torch.special`` names (and SciPy's spellings
+``gammaln``, ``psi``, ``betaln``) over the derivative table's primitives.
+
+Primitives with their own derivative rules: erf, erfc, erfcx, erfinv, lgamma (gammaln),
+digamma (psi), polygamma, zeta (differentiable in ``q`` only, as in PyTorch), ndtri,
+log_ndtr, i0, i0e, i1, i1e, entr, xlogy, xlog1py, sinc, expit (sigmoid), exp2, expm1, log1p,
+round; SciPy's gamma, rgamma, gammasgn (zero gradient), beta, the Bessel functions j0, j1,
+jn, y0, y1, yn, iv, ive (differentiable in x, not in the order), and gammainc, gammaincc,
+betainc (differentiable in x only, as PyTorch's gammainc). Compositions of those: ndtr,
+logit, multigammaln, betaln, erfcinv, and logsumexp, softmax, log_softmax (the reductions
+of ``chainrule``).
+"""
+
+from __future__ import annotations
+
+from . import ops as _ops
+from .ops.elementwise import erf, expm1, log1p
+from .ops.elementwise import sigmoid as expit
+from .ops.elementwise_more import exp2, round, sinc, xlogy  # noqa: A004
+from .ops.special_fns import (
+    beta,
+    betainc,
+    betaln,
+    digamma,
+    entr,
+    erfc,
+    erfcinv,
+    erfcx,
+    erfinv,
+    gamma,
+    gammainc,
+    gammaincc,
+    gammasgn,
+    i0,
+    i0e,
+    i1,
+    i1e,
+    iv,
+    ive,
+    j0,
+    j1,
+    jn,
+    log_ndtr,
+    logit,
+    ndtr,
+    ndtri,
+    polygamma,
+    rgamma,
+    xlog1py,
+    y0,
+    y1,
+    yn,
+    zeta,
+)
+from .ops.special_fns import lgamma as gammaln
+from .ops.special_fns import mvlgamma as multigammaln
+
+__all__ = [
+    "expit", "logit", "erf", "erfc", "erfcx", "erfinv", "gammaln", "digamma", "psi",
+    "polygamma", "multigammaln", "log_ndtr", "ndtr", "ndtri", "i0", "i0e", "i1", "i1e",
+    "xlogy", "xlog1py", "entr", "sinc", "logsumexp", "softmax", "log_softmax", "zeta",
+    "betaln", "exp2", "expm1", "log1p", "round",
+    # SciPy's names (issue 12): gamma family, Bessel functions, incomplete gamma and beta
+    "gamma", "rgamma", "gammasgn", "beta", "erfcinv", "j0", "j1", "jn", "y0", "y1", "yn",
+    "iv", "ive", "gammainc", "gammaincc", "betainc",
+]
+
+psi = digamma
+logsumexp = _ops.logsumexp  # chainrule.logsumexp (its errors name the op)
+
+
+def softmax(input, dim, *, dtype=None):
+    """``softmax(input, dim)``, after converting ``input`` to ``dtype`` when given."""
+    return _ops.softmax(input if dtype is None else input.to(dtype), dim)
+
+
+def log_softmax(input, dim, *, dtype=None):
+    """``log_softmax(input, dim)``, after converting ``input`` to ``dtype`` when given."""
+    return _ops.log_softmax(input if dtype is None else input.to(dtype), dim)

@@ -1,0 +1,129 @@
+"""More of PyTorch's names: nn.functional's shrink/gate/margin functions, top-level
+layer_norm/group_norm/rms_norm, torch.qr/svd, Tensor.H/mH and in-place addmm_-style
+methods; values against NumPy formulas written here, gradients by gradcheck, and against
+torch where installed."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import chainrule as cr
+import chainrule.nn.functional as F
+from chainrule.autograd import gradcheck
+
+RNG = np.random.default_rng(3)
+X = RNG.uniform(-2, 2, (4, 6))
+X[np.abs(np.abs(X) - 0.5) < 0.05] += 0.2  # away from the shrink thresholds
+
+
+def t(a, grad=True):
+    return cr.tensor(np.asarray(a, dtype=float), requires_grad=grad)
+
+
+def sigmoid(z):
+    return 1 / (1 + np.exp(-z))
+
+
+CASES = {
+    "glu": (lambda x: F.glu(x, -1), lambda x: x[:, :3] * sigmoid(x[:, 3:]), [X]),
+    "hardshrink": (F.hardshrink, lambda x: np.where(np.abs(x) > 0.5, x, 0.0), [X]),
+    "softshrink": (F.softshrink,
+                   lambda x: np.where(x > 0.5, x - 0.5, np.where(x < -0.5, x + 0.5, 0.0)), [X]),
+    "threshold": (lambda x: F.threshold(x, 0.1, 20.0), lambda x: np.where(x > 0.1, x, 20.0),
+                  [X]),
+    "prelu": (F.prelu, lambda x, w: np.where(x > 0, x, w[None, :] * x),
+              [X, RNG.uniform(0.1, 0.3, 6)]),
+    "rms_norm": (lambda x, w: F.rms_norm(x, (6,), w, eps=1e-6),
+                 lambda x, w: x / np.sqrt((x ** 2).mean(-1, keepdims=True) + 1e-6) * w,
+                 [X, RNG.uniform(0.5, 1.5, 6)]),
+    "soft_margin_loss": (lambda x: F.soft_margin_loss(x, cr.tensor(np.sign(X))),
+                         lambda x: np.log1p(np.exp(-np.sign(X) * x)).mean(), [X]),
+    "multilabel_soft_margin_loss": (
+        lambda x: F.multilabel_soft_margin_loss(x, cr.tensor((X > 0) * 1.0)),
+        lambda x: (-((X > 0) * np.log(sigmoid(x)) + (X <= 0) * np.log(sigmoid(-x)))
+                   ).mean(1).mean(), [X]),
+    "multi_margin_loss": (
+        lambda x: F.multi_margin_loss(x, cr.tensor(np.array([0, 2, 5, 1]))),
+        lambda x: np.mean([sum(max(0.0, 1 - x[n, y] + x[n, i]) for i in range(6) if i != y) / 6
+                           for n, y in enumerate([0, 2, 5, 1])]), [X]),
+    "layer_norm": (lambda x: cr.layer_norm(x, (6,), eps=1e-5),
+                   lambda x: (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True)
+                                                                         + 1e-5), [X]),
+    "renorm": (lambda x: cr.renorm(x, 2, 0, 1.5),
+               lambda x: x * np.where(np.linalg.norm(x, axis=1, keepdims=True) > 1.5,
+                                      1.5 / (np.linalg.norm(x, axis=1, keepdims=True) + 1e-7),
+                                      1.0), [X]),
+    "rsub": (lambda x: cr.rsub(x, 2.0, alpha=3), lambda x: 2.0 - 3 * x, [X]),
+    "ger": (cr.ger, np.outer, [X[0], X[1]]),
+    "adjoint": (cr.adjoint, lambda x: x.T, [X]),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_value_and_gradient(name):
+    ours, reference, arrays = CASES[name]
+    np.testing.assert_allclose(ours(*[t(a, False) for a in arrays]).numpy(),
+                               reference(*arrays), rtol=1e-10, atol=1e-12)
+    assert gradcheck(ours, tuple(t(a) for a in arrays))
+
+
+def test_deprecated_qr_and_svd_spellings():
+    A = t(RNG.standard_normal((4, 3)), False)
+    Q, R = cr.qr(A)
+    np.testing.assert_allclose((Q @ R).numpy(), A.numpy(), atol=1e-14)
+    assert Q.shape == (4, 3) and cr.qr(A, some=False).Q.shape == (4, 4)
+    U, S, V = cr.svd(A)  # V, not V^T
+    np.testing.assert_allclose((U * S @ V.mT).numpy(), A.numpy(), atol=1e-14)
+    np.testing.assert_allclose(A.svd(compute_uv=False).S.numpy(),
+                               np.linalg.svd(A.numpy(), compute_uv=False))
+
+
+def test_H_and_mH_of_real_tensors_are_transposes():
+    A = t(X, False)
+    np.testing.assert_array_equal(A.H.numpy(), X.T)
+    np.testing.assert_array_equal(t(np.stack([X, X]), False).mH.numpy(), np.stack([X.T, X.T]))
+    with pytest.raises(RuntimeError, match="tensor.H is only supported on matrices"):
+        _ = t(np.stack([X, X]), False).H
+
+
+def test_in_place_addmm_family_matches_out_of_place():
+    a, b = t(RNG.standard_normal((4, 2))), t(RNG.standard_normal((2, 6)))
+    base = t(X)
+    y = base * 1.0
+    version = y._version
+    y.addmm_(a, b, beta=0.5, alpha=2.0)
+    assert y._version == version + 1
+    expected = cr.addmm(base, a, b, beta=0.5, alpha=2.0)
+    np.testing.assert_allclose(y.detach().numpy(), expected.detach().numpy())
+    g = cr.autograd.grad(y.sum(), [base, a, b])
+    ge = cr.autograd.grad(expected.sum(), [base, a, b])
+    for u, w in zip(g, ge):
+        np.testing.assert_allclose(u.numpy(), w.numpy())
+
+
+@pytest.mark.parametrize("name", ["glu", "hardshrink", "softshrink", "prelu", "rms_norm",
+                                  "soft_margin_loss", "multilabel_soft_margin_loss",
+                                  "multi_margin_loss"])
+def test_against_torch(name):
+    torch = pytest.importorskip("torch")
+    tf = torch.nn.functional
+    theirs = {
+        "glu": lambda x: tf.glu(x, -1), "hardshrink": tf.hardshrink,
+        "softshrink": tf.softshrink, "prelu": tf.prelu,
+        "rms_norm": lambda x, w: tf.rms_norm(x, (6,), w, eps=1e-6),
+        "soft_margin_loss": lambda x: tf.soft_margin_loss(x, torch.tensor(np.sign(X))),
+        "multilabel_soft_margin_loss": lambda x: tf.multilabel_soft_margin_loss(
+            x, torch.tensor((X > 0) * 1.0)),
+        "multi_margin_loss": lambda x: tf.multi_margin_loss(x, torch.tensor([0, 2, 5, 1])),
+    }[name]
+    ours, reference, arrays = CASES[name]
+    xs = [t(a) for a in arrays]
+    ts = [torch.tensor(a, requires_grad=True) for a in arrays]
+    out, ref = ours(*xs), theirs(*ts)
+    np.testing.assert_allclose(out.detach().numpy(), ref.detach().numpy(), atol=1e-12)
+    np.testing.assert_allclose(out.detach().numpy(), reference(*arrays), atol=1e-12)
+    cot = RNG.standard_normal(tuple(out.shape))
+    for g, r in zip(cr.autograd.grad((out * cr.tensor(cot)).sum(), xs),
+                    torch.autograd.grad((ref * torch.tensor(cot)).sum(), ts)):
+        np.testing.assert_allclose(g.numpy(), r.numpy(), atol=1e-10)
