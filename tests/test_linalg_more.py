@@ -266,3 +266,34 @@ def test_against_torch(name):
     for g, r in zip(ours_g, ref_g):
         np.testing.assert_allclose(g.numpy(), r.numpy(), atol=1e-10)
     assert gradcheck(ours, tuple(xs))  # and the gradient is right without torch's help
+
+
+def test_ldl_factor_and_solve_are_lapacks_and_refuse_gradients():
+    A = RNG.standard_normal((2, 4, 4))
+    A = A + np.swapaxes(A, -1, -2)
+    LD, piv = L.ldl_factor(t(A, False))
+    for b in range(2):  # LAPACK's sytrf, lower triangle, as PyTorch
+        ldu, ipiv, _ = sl.lapack.dsytrf(A[b], lower=1)
+        np.testing.assert_allclose(LD.numpy()[b], np.tril(ldu))
+        np.testing.assert_array_equal(piv.numpy()[b], ipiv)
+    assert piv.dtype == np.int32
+    Bm = RNG.standard_normal((2, 4, 3))
+    np.testing.assert_allclose(L.ldl_solve(LD, piv, t(Bm, False)).numpy(),
+                               np.linalg.solve(A, Bm), atol=1e-12)
+    assert L.ldl_factor_ex(t(A, False)).info.numpy().tolist() == [0, 0]
+    with pytest.raises(NotImplementedError, match="ldl_factor: the derivative is not"):
+        L.ldl_factor(t(A))
+    with cr.no_grad():  # without grad mode the factorization runs
+        assert L.ldl_factor(t(A)).LD.shape == (2, 4, 4)
+
+
+def test_ldl_against_torch():
+    torch = pytest.importorskip("torch")
+    A = RNG.standard_normal((4, 4))
+    A = A + A.T
+    LD, piv = L.ldl_factor(t(A, False))
+    ref = torch.linalg.ldl_factor(torch.tensor(A))
+    np.testing.assert_allclose(LD.numpy(), ref.LD.numpy())
+    np.testing.assert_array_equal(piv.numpy(), ref.pivots.numpy())
+    np.testing.assert_allclose(L.ldl_solve(LD, piv, t(np.eye(4), False)).numpy(),
+                               np.linalg.inv(A), atol=1e-12)  # also without torch's help

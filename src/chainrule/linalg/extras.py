@@ -1,7 +1,8 @@
 """The rest of ``torch.linalg``, as exact compositions of the table's primitives (so their
 gradients, to any order, come from those rules): vecdot, diagonal, vander, matrix_rank,
 the ``_ex`` variants (solve_ex, inv_ex, cholesky_ex), householder_product, tensorinv and
-tensorsolve.
+tensorsolve; and LAPACK's LDL^T factorization (ldl_factor, ldl_solve), which is not
+differentiable (as in PyTorch) and says so.
 """
 
 from __future__ import annotations
@@ -14,16 +15,88 @@ import numpy as np
 from .._dispatch import ShapeError
 from .._tensor import Tensor, wrap
 
-__all__ = ["matmul", "vecdot", "diagonal", "vander", "matrix_rank", "solve_ex", "inv_ex",
-           "cholesky_ex", "householder_product", "tensorinv", "tensorsolve"]
+__all__ = ["ldl_factor", "ldl_factor_ex", "ldl_solve", "matmul", "vecdot", "diagonal",
+           "vander", "matrix_rank", "solve_ex", "inv_ex", "cholesky_ex", "householder_product",
+           "tensorinv", "tensorsolve"]
 
 SolveExResult = collections.namedtuple("linalg_solve_ex", ["result", "info"])
+LDLResult = collections.namedtuple("linalg_ldl_factor", ["LD", "pivots"])
+LDLExResult = collections.namedtuple("linalg_ldl_factor_ex", ["LD", "pivots", "info"])
 InvExResult = collections.namedtuple("linalg_inv_ex", ["inverse", "info"])
 CholeskyExResult = collections.namedtuple("linalg_cholesky_ex", ["L", "info"])
 
 
 def _t(x):
     return x if isinstance(x, Tensor) else wrap(np.asarray(x))
+
+
+def _no_grad_input(name, *xs):
+    """These factorizations are not differentiable (as in PyTorch): an input that requires
+    grad raises here rather than giving a gradient that silently misses their part."""
+    from .._state import is_grad_enabled
+
+    if is_grad_enabled() and any(isinstance(x, Tensor) and x.requires_grad for x in xs):
+        raise NotImplementedError(
+            f"linalg.{name}: the derivative is not implemented (as in PyTorch); pass "
+            "A.detach(), or use linalg.solve / linalg.cholesky / linalg.lu, which are "
+            "differentiable")
+
+
+def _sytrf(A, name):
+    from scipy.linalg import lapack
+
+    A = _t(A)
+    _no_grad_input(name, A)
+    a = np.asarray(A.detach().numpy(), dtype=float)
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+        raise ShapeError(f"linalg.{name}: A must be a batch of square matrices, got shape "
+                         f"{a.shape}")
+    flat = a.reshape((-1,) + a.shape[-2:])
+    LD = np.empty_like(flat)
+    piv = np.empty(flat.shape[:2], dtype=np.int32)
+    info = np.empty(flat.shape[0], dtype=np.int32)
+    for b, m in enumerate(flat):
+        ldu, ipiv, inf = lapack.dsytrf(m, lower=1)
+        LD[b], piv[b], info[b] = np.tril(ldu), ipiv, inf
+    batch = a.shape[:-2]
+    return (wrap(LD.reshape(a.shape).astype(a.dtype)), wrap(piv.reshape(batch + a.shape[-1:])),
+            wrap(info.reshape(batch)))
+
+
+def ldl_factor(A, *, hermitian=False):
+    """``(LD, pivots)``: LAPACK's Bunch-Kaufman factorization ``P A P^T = L D L^T`` of a
+    symmetric ``A`` (..., n, n) (its lower triangle is read), in LAPACK's compact form
+    (sytrf): ``LD`` holds ``L`` below the diagonal and ``D``'s blocks on it; ``pivots``
+    int32, 1-based (negative for 2x2 blocks), as ``torch.linalg.ldl_factor``. Not
+    differentiable (as in PyTorch): an ``A`` that requires grad raises
+    NotImplementedError."""
+    LD, piv, _ = _sytrf(A, "ldl_factor")
+    return LDLResult(LD, piv)
+
+
+def ldl_factor_ex(A, *, hermitian=False, check_errors=False):
+    """:func:`ldl_factor` plus LAPACK's ``info`` (0: success; i > 0: D_ii is exactly 0)."""
+    return LDLExResult(*_sytrf(A, "ldl_factor_ex"))
+
+
+def ldl_solve(LD, pivots, B, *, hermitian=False):
+    """Solve ``A X = B`` from :func:`ldl_factor`'s output (LAPACK's sytrs), as
+    ``torch.linalg.ldl_solve``. Not differentiable (as in PyTorch)."""
+    from scipy.linalg import lapack
+
+    LD, pivots, B = _t(LD), _t(pivots), _t(B)
+    _no_grad_input("ldl_solve", LD, B)
+    ld, piv = np.asarray(LD.detach().numpy(), dtype=float), np.asarray(pivots.numpy())
+    b = np.asarray(B.detach().numpy(), dtype=float)
+    if b.ndim < 2 or b.shape[-2] != ld.shape[-1]:
+        raise ShapeError(f"linalg.ldl_solve: B of shape {b.shape} does not fit LD of shape "
+                         f"{ld.shape}")
+    batch = np.broadcast_shapes(ld.shape[:-2], b.shape[:-2])
+    ld = np.broadcast_to(ld, batch + ld.shape[-2:]).reshape((-1,) + ld.shape[-2:])
+    piv = np.broadcast_to(piv, batch + piv.shape[-1:]).reshape((-1, piv.shape[-1]))
+    bb = np.broadcast_to(b, batch + b.shape[-2:]).reshape((-1,) + b.shape[-2:])
+    out = np.stack([lapack.dsytrs(m, p, r, lower=1)[0] for m, p, r in zip(ld, piv, bb)])
+    return wrap(out.reshape(batch + b.shape[-2:]).astype(np.result_type(ld, b)))
 
 
 def matmul(input, other):
