@@ -52,6 +52,18 @@ KNOWN_GAPS = {
         'index_put-index_add': 'error: NotImplementedError: index_put: adding at integer-array or mask indices needs a scatter-add, which the dask backend does not provid',
         'index_put-index_copy': 'error: NotImplementedError: index_put: adding at integer-array or mask indices needs a scatter-add, which the dask backend does not provid',
         'index_put-masked_scatter': 'error: IndexError: index_put: Incorrect shape ((3, 4)) of integer indices for dimension with size 3 (got self=(3, 4), values=(6,)',
+        # matrix functions (tests/samples_matrix_function.py): eigh with the Daleckii-Krein
+        # rule and SciPy's sqrtm / logm are NumPy kernels (an exact symmetry test needs host values)
+        'linalg_matrix_function-tanh': 'error: NotImplementedError: linalg_matrix_function: its forward kernel computes with NumPy only, so it cannot run on the dask backend (see K',
+        'linalg_matrix_function-default_df_batched': 'error: NotImplementedError: linalg_matrix_function: its forward kernel computes with NumPy only, so it cannot run on the dask backend (see K',
+        'linalg_matrix_function-sqrtm': 'error: NotImplementedError: linalg_sqrtm: its forward kernel computes with NumPy only, so it cannot run on the dask backend (see KNOWN_GAPS ',
+        'linalg_matrix_function-logm_batched': 'error: NotImplementedError: linalg_logm: its forward kernel computes with NumPy only, so it cannot run on the dask backend (see KNOWN_GAPS i',
+        'linalg_matrix_function-expm_sym': 'error: NotImplementedError: linalg_matrix_function: its forward kernel computes with NumPy only, so it cannot run on the dask backend (see K',
+        'linalg_matrix_function-powm': 'error: NotImplementedError: linalg_matrix_function: its forward kernel computes with NumPy only, so it cannot run on the dask backend (see K',
+        'linalg_sqrtm': 'error: NotImplementedError: linalg_sqrtm: its forward kernel computes with NumPy only, so it cannot run on the dask backend (see KNOWN_GAPS ',
+        'linalg_sqrtm-batched': 'error: NotImplementedError: linalg_sqrtm: its forward kernel computes with NumPy only, so it cannot run on the dask backend (see KNOWN_GAPS ',
+        'linalg_logm': 'error: NotImplementedError: linalg_logm: its forward kernel computes with NumPy only, so it cannot run on the dask backend (see KNOWN_GAPS i',
+        'linalg_logm-batched': 'error: NotImplementedError: linalg_logm: its forward kernel computes with NumPy only, so it cannot run on the dask backend (see KNOWN_GAPS i',
     },
     "dask-chunks": {
         "index-repeated": 'error: NotImplementedError: index_put: adding at integer-array or mask indices needs a scatter-add, which the dask bac',
@@ -98,6 +110,18 @@ KNOWN_GAPS = {
         'index_put-index_add': 'error: NotImplementedError: index_put: adding at integer-array or mask indices needs a scatter-add, which the dask backend does not provid',
         'index_put-index_copy': 'error: NotImplementedError: index_put: adding at integer-array or mask indices needs a scatter-add, which the dask backend does not provid',
         'index_put-masked_scatter': 'error: IndexError: index_put: Incorrect shape ((3, 4)) of integer indices for dimension with size 3 (got self=(3, 4), values=(6,)',
+        # matrix functions (tests/samples_matrix_function.py): eigh with the Daleckii-Krein
+        # rule and SciPy's sqrtm / logm are NumPy kernels (an exact symmetry test needs host values)
+        'linalg_matrix_function-tanh': 'error: NotImplementedError: linalg_matrix_function: its forward kernel computes with NumPy only, so it cannot run on the dask backend (see K',
+        'linalg_matrix_function-default_df_batched': 'error: NotImplementedError: linalg_matrix_function: its forward kernel computes with NumPy only, so it cannot run on the dask backend (see K',
+        'linalg_matrix_function-sqrtm': 'error: NotImplementedError: linalg_sqrtm: its forward kernel computes with NumPy only, so it cannot run on the dask backend (see KNOWN_GAPS ',
+        'linalg_matrix_function-logm_batched': 'error: NotImplementedError: linalg_logm: its forward kernel computes with NumPy only, so it cannot run on the dask backend (see KNOWN_GAPS i',
+        'linalg_matrix_function-expm_sym': 'error: NotImplementedError: linalg_matrix_function: its forward kernel computes with NumPy only, so it cannot run on the dask backend (see K',
+        'linalg_matrix_function-powm': 'error: NotImplementedError: linalg_matrix_function: its forward kernel computes with NumPy only, so it cannot run on the dask backend (see K',
+        'linalg_sqrtm': 'error: NotImplementedError: linalg_sqrtm: its forward kernel computes with NumPy only, so it cannot run on the dask backend (see KNOWN_GAPS ',
+        'linalg_sqrtm-batched': 'error: NotImplementedError: linalg_sqrtm: its forward kernel computes with NumPy only, so it cannot run on the dask backend (see KNOWN_GAPS ',
+        'linalg_logm': 'error: NotImplementedError: linalg_logm: its forward kernel computes with NumPy only, so it cannot run on the dask backend (see KNOWN_GAPS i',
+        'linalg_logm-batched': 'error: NotImplementedError: linalg_logm: its forward kernel computes with NumPy only, so it cannot run on the dask backend (see KNOWN_GAPS i',
     },
     "array-api-strict": {
         "where": "mixes: the sample uses a NumPy constant beside the backend's tensors",
@@ -207,5 +231,17 @@ KNOWN_GAPS = {
         'index_put-index_fill': 'error: IndexError: index_put: Fancy indexing __setitem__ is not supported. (got self=(3, 4), values=())',
         'index_put-masked_scatter': "error: RuntimeError: Can't convert array on the 'array_api_strict.Device('device1')' device to a NumPy array.",
         'where-scalars': "mixes: the sample uses a NumPy constant beside the backend's tensors",
+        # matrix functions (tests/samples_matrix_function.py): eigh with the Daleckii-Krein
+        # rule and SciPy's sqrtm / logm are NumPy kernels (an exact symmetry test needs host values)
+        'linalg_matrix_function-tanh': 'error: NotImplementedError: linalg_matrix_function: its forward kernel computes with NumPy only, so it cannot run on the array_api_strict ba',
+        'linalg_matrix_function-default_df_batched': 'error: NotImplementedError: linalg_matrix_function: its forward kernel computes with NumPy only, so it cannot run on the array_api_strict ba',
+        'linalg_matrix_function-sqrtm': 'error: NotImplementedError: linalg_sqrtm: its forward kernel computes with NumPy only, so it cannot run on the array_api_strict backend (see',
+        'linalg_matrix_function-logm_batched': 'error: NotImplementedError: linalg_logm: its forward kernel computes with NumPy only, so it cannot run on the array_api_strict backend (see ',
+        'linalg_matrix_function-expm_sym': 'error: NotImplementedError: linalg_matrix_function: its forward kernel computes with NumPy only, so it cannot run on the array_api_strict ba',
+        'linalg_matrix_function-powm': 'error: NotImplementedError: linalg_matrix_function: its forward kernel computes with NumPy only, so it cannot run on the array_api_strict ba',
+        'linalg_sqrtm': 'error: NotImplementedError: linalg_sqrtm: its forward kernel computes with NumPy only, so it cannot run on the array_api_strict backend (see',
+        'linalg_sqrtm-batched': 'error: NotImplementedError: linalg_sqrtm: its forward kernel computes with NumPy only, so it cannot run on the array_api_strict backend (see',
+        'linalg_logm': 'error: NotImplementedError: linalg_logm: its forward kernel computes with NumPy only, so it cannot run on the array_api_strict backend (see ',
+        'linalg_logm-batched': 'error: NotImplementedError: linalg_logm: its forward kernel computes with NumPy only, so it cannot run on the array_api_strict backend (see ',
     },
 }

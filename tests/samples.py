@@ -214,9 +214,11 @@ def _linalg_samples():
     from samples_indexing import SAMPLES as indexing
     from samples_inverse import SAMPLES as inverse
     from samples_linalg_more import SAMPLES as linalg_more
+    from samples_matrix_function import SAMPLES as matrix_function
     from samples_reductions import SAMPLES as reductions
 
-    return decomp + inverse + linalg_more + elementwise + reductions + indexing
+    return (decomp + inverse + linalg_more + elementwise + reductions + indexing
+            + matrix_function)
 
 
 SAMPLES += _linalg_samples()

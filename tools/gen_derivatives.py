@@ -150,6 +150,9 @@ def _op_section(op):
         lines.append(f"- JVP: {_code(op.math.get('out', '(no formula text)'))}")
         if no_jvp:
             lines.append(f"- no JVP rule for {_names(no_jvp)}")
+    for name, sing in getattr(op, "singular", {}).items():
+        lines.append(f"- derivative in {_code(name)} {sing.kind} where {_plain(sing.where)}; "
+                     f"fix: {_code(sing.fix)}")
     lines.append(f"- Source: {_plain(op.source)}")
     lines.append("")
     return lines

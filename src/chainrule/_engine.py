@@ -26,8 +26,9 @@ _ndarray = np.ndarray
 
 
 class _Hooks:
-    """Filled by higher layers (autograd.anomaly): ``check_node(node, input_grads)`` runs
-    after each node in anomaly mode; ``in_backward()`` is a context manager around a
+    """Filled by higher layers (autograd.anomaly): ``check_node(node, input_grads,
+    grad_output)`` runs after each node's VJP in anomaly mode (before its saved values are
+    freed); ``in_backward()`` is a context manager around a
     backward pass in anomaly mode."""
 
     check_node = None
@@ -197,6 +198,8 @@ def _walk(roots, seeds, retain_graph, accumulate, capture, only, F, kind):
                 input_grads = node.plan.vjp(F, g, saved)
             else:
                 input_grads = node._vjp(g, F)
+            if check_node is not None and input_grads is not None:
+                check_node(node, input_grads, g)  # before the saved values are freed
             if saved and not retain_graph:
                 node.saved = None
             is_op = True
@@ -223,11 +226,11 @@ def _walk(roots, seeds, retain_graph, accumulate, capture, only, F, kind):
                         and not node.batches_cotangents:
                     raise Unbatchable(_unbatchable(node, None))
                 input_grads = node._vjp(g, F, graph)
+            if check_node is not None and input_grads is not None:
+                check_node(node, input_grads, g)
             if not retain_graph:
                 node._release()
             is_op = type(node) is MultiOpNode
-        if check_node is not None and input_grads is not None:
-            check_node(node, input_grads)
         shapes = node.shapes
         i = -1
         for child, nr in node.next_functions:

@@ -163,7 +163,7 @@ class Op:
     __slots__ = (
         "name", "node_name", "forward", "inputs", "attrs", "vjp_rules", "jvp_rules",
         "math", "source", "nout", "out_diff", "view", "variadic", "pool", "plans", "doc",
-        "arity", "call", "kernel", "promote",
+        "arity", "call", "kernel", "promote", "singular",
     )
 
     def plan(self, mask):
@@ -215,7 +215,7 @@ def namespace_uses(fn, _seen=None, _globals=None):
 def defop(
     name, forward, inputs, vjp, *, attrs=(), jvp=None, math, source,
     nout=1, out_diff=None, view=False, variadic=False, node_name=None, doc=None,
-    promote=True,
+    promote=True, singular=None,
 ):
     """Declare a primitive: its forward kernel, VJP (and JVP) rules, formula and source.
 
@@ -257,6 +257,11 @@ def defop(
         True (arithmetic) when a 0-d operand beside a dimensioned one takes its dtype, as
         PyTorch's type promotion; False for an op with an index input (``cross_entropy``'s
         class target), which must keep its integer dtype.
+    singular : dict, optional
+        ``{input_name: Singular(...)}``: where the derivative with respect to that input is
+        infinite or undefined (sqrt at 0, log at 0, norm at 0, ...), the test that finds
+        those entries from the saved values, and the standard fix. ``detect_anomaly`` reads
+        it to explain a NaN gradient.
     """
     if name in TABLE:
         raise ValueError(f"defop: {name!r} is already in the derivative table")
@@ -277,6 +282,14 @@ def defop(
     op.source = source
     op.doc = doc
     op.pool = op.inputs + ("out",) + op.attrs + tuple(f"{n}_shape" for n in op.inputs)
+    op.singular = {} if singular is None else dict(singular)
+    for key, sing in op.singular.items():
+        if key not in op.inputs:
+            raise ValueError(f"defop({name!r}): singular entry for unknown input {key!r}")
+        unknown = [p for p in sing.params if p not in op.pool]
+        if unknown:
+            raise ValueError(f"defop({name!r}): the singular test for {key!r} names {unknown}, "
+                             f"which are not in the op's pool {op.pool}")
     op.vjp_rules = {}
     op.jvp_rules = {}
     for table, rules in ((op.vjp_rules, vjp), (op.jvp_rules, jvp or {})):
@@ -311,7 +324,26 @@ def defop(
     return op
 
 
-def elementwise(name, forward, deriv, *, math, source, node_name=None):
+class Singular:
+    """Where an op's derivative is infinite or undefined, as its table entry states it.
+
+    ``where`` is the text ("x = 0"), ``kind`` "infinite" or "undefined", ``test`` a
+    function of saved values named like a rule's parameters (``lambda self: self == 0``)
+    giving a boolean mask of those entries (NumPy arrays in, evaluated only to explain a
+    NaN), and ``fix`` the standard way around it, written with ``m`` for the mask and ``x``
+    for the input (``where(m, sqrt(where(m, x, 1.0)), 0.0)``)."""
+
+    __slots__ = ("where", "kind", "test", "params", "fix")
+
+    def __init__(self, where, kind, test, fix):
+        self.where, self.kind, self.test, self.fix = where, kind, test, fix
+        self.params = tuple(inspect.signature(test).parameters)
+
+    def __repr__(self):
+        return f"<derivative {self.kind} where {self.where}>"
+
+
+def elementwise(name, forward, deriv, *, math, source, node_name=None, singular=None):
     """Declare a unary elementwise op from its derivative ``deriv(F, *needs) = f'(x)``.
 
     VJP: ``grad_x = grad * f'(x)``; JVP: ``t_out = t * f'(x)`` (the Jacobian is diagonal,
@@ -328,6 +360,7 @@ def elementwise(name, forward, deriv, *, math, source, node_name=None):
         name, forward, ("self",), {"self": rule}, jvp={"self": rule},
         math={"self": f"grad_x = grad * ({math})", "out": f"dy = dx * ({math})"},
         source=source, node_name=node_name,
+        singular=None if singular is None else {"self": singular},
     )
 
 

@@ -12,6 +12,9 @@ check
 explain
     Print an op's derivative rules from the derivative table (signature, forward, VJP and
     JVP formulas, source), or list the whole table with ``--all``.
+derive
+    Print the VJP formula of an expression as a SymPy matrix expression, built from the
+    table's own rules (see :mod:`chainrule.symbolic`; needs SymPy).
 
 Each command is a ``_cmd_<name>(args) -> int`` function registered in :func:`build_parser`.
 Exit status: 0 success, 1 a check failed, 2 a usage error (bad arguments, missing file,
@@ -347,7 +350,7 @@ def _cmd_check(args):
     print(format_table(rows, ["Function", "result", "worst error", "failed checks",
                               "diagnosis"]))
     checks = "outputs, gradcheck" + (", gradgradcheck" if args.double else "") + \
-        ", adjoint, in-place"
+        ", adjoint, in-place, lint"
     n = len(functions)
     what = f"{n} Function{'s' if n != 1 else ''} checked ({checks})"
     if pairs:
@@ -676,6 +679,75 @@ def _cmd_explain(args):
     return 0
 
 
+# --- derive ---------------------------------------------------------------------------------
+
+
+def _derive_shapes(text):
+    """``X=3x3,A=nxn,x=n`` -> [("X", ("3", "3")), ...] (sizes: ints or symbol names)."""
+    shapes = []
+    for part in text.split(","):
+        name, eq, dims = part.strip().partition("=")
+        if not eq or not name.isidentifier():
+            raise argparse.ArgumentTypeError(
+                f"expected NAME=SHAPE (e.g. X=3x3,x=n), got {part.strip()!r}")
+        dims = tuple(d for d in dims.strip().split("x") if d) if dims.strip() not in ("", "()") \
+            else ()
+        if not all(d.isdigit() or d.isidentifier() for d in dims):
+            raise argparse.ArgumentTypeError(f"bad shape for {name}: {part.strip()!r}")
+        shapes.append((name, dims))
+    return shapes
+
+
+def _derive_namespace():
+    """The names an expression of ``derive`` may use: chainrule's functions (trace, det,
+    logdet, exp, sum, norm, einsum, ...) and chainrule.linalg's (inv, solve, ...)."""
+    import chainrule
+    import chainrule.linalg
+
+    namespace = {k: getattr(chainrule.linalg, k) for k in dir(chainrule.linalg)
+                 if not k.startswith("_")}
+    namespace.update({k: getattr(chainrule, k) for k in dir(chainrule) if not k.startswith("_")})
+    namespace["linalg"] = chainrule.linalg
+    return namespace
+
+
+def _cmd_derive(args):
+    try:
+        from . import symbolic
+    except ImportError as error:  # pragma: no cover - sympy is in the test extra
+        print(f"chainrule derive: {error}", file=sys.stderr)
+        return USAGE
+    names = [name for name, _ in args.shapes]
+    try:
+        fn = eval(f"lambda {', '.join(names)}: ({args.expression})",  # noqa: S307 - the user's
+                  _derive_namespace())                                  # own expression
+        result = symbolic.derive(fn, *[dims for _, dims in args.shapes], wrt=args.wrt or None)
+    except SyntaxError as error:
+        print(f"chainrule derive: cannot parse {args.expression!r}: {error.msg}",
+              file=sys.stderr)
+        return USAGE
+    except (NotImplementedError, ImportError) as error:
+        print(f"chainrule derive: {error}", file=sys.stderr)
+        return 1
+    except (NameError, TypeError, ValueError) as error:
+        print(f"chainrule derive: {type(error).__name__}: {error}", file=sys.stderr)
+        return USAGE
+    print(result)
+    if args.latex:
+        print(result.latex())
+    if args.rules:
+        print("rules: " + ", ".join(result.rules))
+    if args.check:
+        try:
+            worst = result.check()
+        except AssertionError as error:
+            print(error, file=sys.stderr)
+            return 1
+        print(f"check: the formula matches chainrule's VJP and finite differences "
+              f"(max difference {worst:.2g})")
+    return 0
+
+
 # --- parser ---------------------------------------------------------------------------------
 
 
@@ -719,7 +791,9 @@ def build_parser():
                     "the one named after ':'; pairs are gradchecked with random cotangents, "
                     "inputs from --shapes name=...) and validate each Function: what "
                     "backward returns, gradcheck, the adjoint identity with jvp (when "
-                    "defined) and in-place changes; --double adds gradgradcheck. Inputs "
+                    "defined), in-place changes and the lint (tensors kept on ctx, None "
+                    "gradients, a backward not linear in grad_output or changing it, outputs "
+                    "that are views of inputs); --double adds gradgradcheck. Inputs "
                     "come from a static example_inputs() on the Function, or from --shapes. "
                     "Prints one row per Function and exits 1 when any check fails, 0 when "
                     "all pass, 2 on a usage error.",
@@ -760,6 +834,33 @@ def build_parser():
     p_explain.add_argument("--all", action="store_true",
                            help="list every op: name, inputs, VJP formulas")
     p_explain.set_defaults(func=_cmd_explain)
+
+    p_derive = sub.add_parser(
+        "derive",
+        help="print the formula of a gradient (VJP) from the derivative table's rules",
+        description="Print the VJP formula of EXPRESSION (chainrule's functions by name: "
+                    "trace, inv, det, logdet, exp, log, sum, norm, einsum, solve, ...) as a "
+                    "SymPy matrix expression, built by chainrule.symbolic from the same "
+                    "table rules that compute the numbers (needs SymPy: pip install "
+                    "'chainrule[symbolic]'). A scalar expression gives the gradient; a "
+                    "matrix one the VJP with cotangent G.",
+    )
+    p_derive.add_argument("expression", metavar="EXPRESSION",
+                          help="e.g. 'trace(X.T @ A @ X)'")
+    p_derive.add_argument("--shapes", type=_derive_shapes, required=True,
+                          metavar="NAME=SHAPE,...",
+                          help="the parameters, in order, with their shapes: X=3x3,A=nxn,x=n "
+                               "(sizes are ints or symbol names)")
+    p_derive.add_argument("--wrt", action="append", metavar="NAME",
+                          help="differentiate with respect to NAME only (repeatable; "
+                               "default: every parameter)")
+    p_derive.add_argument("--latex", action="store_true", help="also print LaTeX")
+    p_derive.add_argument("--rules", action="store_true",
+                          help="also print the table ops whose rules were used")
+    p_derive.add_argument("--check", action="store_true",
+                          help="check the formula against chainrule's numeric VJP and finite "
+                               "differences (exit 1 when they differ)")
+    p_derive.set_defaults(func=_cmd_derive)
     return parser
 
 

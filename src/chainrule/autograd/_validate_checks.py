@@ -82,7 +82,7 @@ def _check_outputs(cls, make, diff, names, rng, state):
     # Call backward directly, as the engine does, to see what it returns and what it touches.
     node = outs[js[0]]._grad_fn
     ctx = node.ctx
-    grads_in = [None if o is None else wrap(np.array(cot[j])) for j, o in enumerate(outs)]
+    grads_in = [wrap(np.array(cot[j])) if j in cot else None for j in range(len(outs))]
     labels = {}  # id -> (object, names): a saved tensor is often an input itself
 
     def watch(label, v):

@@ -10,8 +10,11 @@ import numpy as np
 
 from .._tensor import Tensor
 
+#: The lint's checks (``_validate_lint``): silent mistakes in a Function.
+LINT_CHECKS = ("ctx-tensors", "none-grad", "linearity", "grad-in-place", "output-views")
+
 #: The checks, in the order they run and are listed.
-CHECKS = ("outputs", "gradcheck", "gradgradcheck", "adjoint", "in-place")
+CHECKS = ("outputs", "gradcheck", "gradgradcheck", "adjoint", "in-place") + LINT_CHECKS
 
 
 #: Jacobian blocks are printed in the summary up to this many rows and columns.

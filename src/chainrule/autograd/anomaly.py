@@ -14,7 +14,10 @@ Checking costs a pass over every array, so it is for debugging, not for producti
 
 from __future__ import annotations
 
+import ast
 import os
+import re
+import threading
 import traceback
 import weakref
 
@@ -43,24 +46,41 @@ def is_anomaly_enabled():
     return bool(STATE.anomaly)
 
 
-class detect_anomaly:
-    """Context manager (and decorator) that turns on NaN/Inf provenance checks."""
+# whether the errors explain why (detect_anomaly(explain=...)); per thread like the mode
+_EXPLAIN = threading.local()
 
-    def __init__(self, check_forward=True):
+
+def _explaining():
+    return getattr(_EXPLAIN, "on", True)
+
+
+class detect_anomaly:
+    """Context manager (and decorator) that turns on NaN/Inf provenance checks.
+
+    ``explain=True`` (the default): a NaN or Inf found in the backward pass is explained
+    from the op's table entry: where its local derivative is infinite or undefined, at
+    which entries, whether the cotangent arriving there is 0 (and which ``where``, created
+    on which line, masked it: 0 * inf = NaN), and the standard fix for that op."""
+
+    def __init__(self, check_forward=True, explain=True):
         self.check_forward = check_forward
+        self.explain = explain
 
     def __enter__(self):
         self.prev = STATE.anomaly
+        self.prev_explain = _explaining()
+        _EXPLAIN.on = self.explain
         STATE.set_modes(anomaly="forward" if self.check_forward else "backward")
         return self
 
     def __exit__(self, *exc):
         STATE.set_modes(anomaly=self.prev)
+        _EXPLAIN.on = self.prev_explain
         return False
 
     def __call__(self, fn):
         def wrapper(*args, **kwargs):
-            with detect_anomaly(self.check_forward):
+            with detect_anomaly(self.check_forward, self.explain):
                 return fn(*args, **kwargs)
 
         wrapper.__name__, wrapper.__doc__ = fn.__name__, fn.__doc__
@@ -70,14 +90,15 @@ class detect_anomaly:
 class set_detect_anomaly(detect_anomaly):
     """``set_detect_anomaly(mode, check_forward=True)``: on or off, for a ``with`` block."""
 
-    def __init__(self, mode, check_forward=True):
-        super().__init__(check_forward)
+    def __init__(self, mode, check_forward=True, explain=True):
+        super().__init__(check_forward, explain)
         self.mode = mode
 
     def __enter__(self):
         if self.mode:
             return super().__enter__()
         self.prev = STATE.anomaly
+        self.prev_explain = _explaining()
         STATE.set_modes(anomaly=False)
         return self
 
@@ -135,11 +156,15 @@ def check_forward(op, datas, out, node):
               "recorded derivative rule)" if IN_BACKWARD[0] else "in the forward pass")
     for i, o in enumerate(outs):
         if _bad(o):
+            fixes = [f"{key}: {sing.fix}" for key, sing in op.singular.items()]
+            masked = ("\nIf a `where` masks these entries out later, their gradient is NaN "
+                      "all the same (0 * NaN = NaN); give the op a safe input there: "
+                      + "; ".join(fixes)) if fixes and _explaining() else ""
             error = AnomalyError(
                 f"{op.name} produced {_what(o)} in output {i} (shape {np.shape(o)}) "
                 f"{during}.\n  inputs: {_describe(inputs, names)}\n  at {where}\n"
                 "Hint: look at this op's inputs; e.g. log or sqrt of negative numbers, 0/0, "
-                "exp overflow."
+                "exp overflow." + masked
             )
             error.op, error.phase, error.where = op.name, phase, where
             raise error
@@ -153,23 +178,179 @@ def record_function_node(node, args):
                                                 [n for n, _ in tensors]))
 
 
-def check_backward(node, input_grads):
-    """Called by the engine after every node's VJP in anomaly mode."""
+def check_backward(node, input_grads, grad_output=None):
+    """Called by the engine after every node's VJP in anomaly mode (``grad_output``: the
+    cotangent the node received)."""
     names = _input_names(node)
     for i, g in enumerate(input_grads or ()):
         if g is not None and _bad(getattr(g, "_data", g)):
             where, inputs = CREATED_AT.get(node, (
                 "<not recorded: the node was created outside detect_anomaly()>",
                 ", ".join(f"{n}: shape {s}" for n, s in zip(names, node.shapes))))
+            why = _explain(node, i, np.asarray(getattr(g, "_data", g)), grad_output) \
+                if _explaining() else ""
             error = AnomalyError(
                 f"{node.name()} returned {_what(getattr(g, '_data', g))} in the cotangent of "
                 f"its input {i} ({names[i]}) in the backward pass.\n  inputs: {inputs}\n"
                 f"  the node was created at {where}\n"
-                "Hint: the forward values were finite, so the derivative is infinite here; "
-                "e.g. sqrt or log at 0, abs/norm at 0, division by a value that is 0."
+                + (why or "Hint: the forward values were finite, so the derivative is "
+                   "infinite here; e.g. sqrt or log at 0, abs/norm at 0, division by a value "
+                   "that is 0.")
             )
             error.op, error.phase, error.where = node.name(), "backward", where
             raise error
+
+
+def _explain(node, i, bad_grad, grad_output):
+    """Why input ``i``'s cotangent of ``node`` has NaN/Inf: from the op's table entry (where
+    its derivative is infinite), the cotangent that arrived (0 there: masked downstream, by
+    which ``where``), and the standard fix. "" when the node is not a table op."""
+    plan = getattr(node, "plan", None)
+    if plan is None or plan.op.variadic:
+        return ""
+    op = plan.op
+    name = op.inputs[i]
+    sing = op.singular.get(name)
+    bad = ~np.isfinite(bad_grad)
+    lines = []
+    at = None
+    if sing is not None:
+        saved = dict(zip(plan.names, node.saved or ()))
+        if all(p in saved for p in sing.params):
+            with np.errstate(all="ignore"):
+                mask = np.asarray(sing.test(**{p: _array(saved[p]) for p in sing.params}))
+            try:
+                at = np.broadcast_to(mask, bad.shape) & bad
+            except ValueError:
+                at = None
+        rule = op.math.get(name, "")
+        here = (f"; here at {int(at.sum())} of the {int(bad.sum())} entries with NaN/Inf, "
+                f"e.g. index {_first(at)}") if at is not None and at.any() else ""
+        lines.append(f"Why: the derivative of {op.name} with respect to {name} ({rule}) is "
+                     f"{sing.kind} where {sing.where} (its table entry){here}.")
+    else:
+        lines.append(f"Why: {op.name}'s local derivative with respect to {name} is not finite "
+                     "at these entries (its table entry names no singular points: look for "
+                     "NaN or Inf in its saved inputs).")
+    entries = at if at is not None and at.any() else bad
+    go = _cotangent(grad_output, op)
+    if go is not None:
+        try:
+            arriving = np.broadcast_to(go, entries.shape)[entries]
+        except ValueError:
+            arriving = None
+        if arriving is not None and arriving.size and (arriving == 0).all():
+            masker = _masking_where(node)
+            by = (f": they were masked out downstream by the `where` created at {masker}"
+                  if masker else " (they were masked out downstream)")
+            lines.append(f"The cotangent arriving at those entries is 0{by}. The chain rule "
+                         "still multiplies it by the infinite local derivative: 0 * inf = "
+                         "NaN. A masked-out branch's derivative is computed all the same.")
+        elif arriving is not None and arriving.size:
+            lines.append("The cotangent arriving there is not 0: the loss depends on these "
+                         "entries, where the derivative does not exist (move the input away "
+                         "from the singular point or smooth it).")
+    if sing is not None:
+        lines.append(f"Fix: {sing.fix}" + ("   (m: the where's condition, x: this op's "
+                                           "input)" if "where(m" in sing.fix else ""))
+        masker = _masking_where(node)
+        rewritten = _rewrite(masker, op.name, sing.fix) if masker else None
+        if rewritten:
+            lines.append(f"Here: {rewritten}")
+    return "\n".join(lines)
+
+
+def _rewrite(where_line, op_name, fix):
+    """The user's line with the masked op's input made safe (the double-``where`` fix), or
+    None when the line cannot be rewritten (not one statement, no ``where(c, op(x), ...)``
+    in it, or a fix that is not of the double-where kind)."""
+    found = re.search(r"where\(m, x, ([^)]+)\)", fix)
+    if not found:
+        return None
+    safe = ast.literal_eval(found.group(1))
+    code = where_line.split(": ", 1)[-1].strip() if ": " in where_line else where_line
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return None
+
+    def name_of(call):
+        f = call.func
+        return f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
+
+    changed = []
+
+    class _Safe(ast.NodeTransformer):
+        def visit_Call(self, node):
+            self.generic_visit(node)
+            if name_of(node) != "where" or len(node.args) != 3 or changed:
+                return node
+            cond = node.args[0]
+            for k in (1, 2):
+                for sub in ast.walk(node.args[k]):
+                    if not isinstance(sub, ast.Call) or name_of(sub) != op_name:
+                        continue
+                    method = isinstance(sub.func, ast.Attribute) and not sub.args
+                    arg = sub.func.value if method else (sub.args[0] if sub.args else None)
+                    if arg is None:
+                        continue
+                    parts = [cond, arg, ast.Constant(safe)] if k == 1 else \
+                        [cond, ast.Constant(safe), arg]
+                    guarded = ast.Call(func=node.func, args=parts, keywords=[])
+                    if method:
+                        sub.func.value = guarded
+                    else:
+                        sub.args[0] = guarded
+                    changed.append(sub)
+                    return node
+            return node
+
+    tree = _Safe().visit(tree)
+    return ast.unparse(tree) if changed else None
+
+
+def _array(x):
+    return np.asarray(getattr(x, "_data", x)) if not isinstance(x, (int, float)) else x
+
+
+def _first(mask):
+    idx = np.argwhere(mask)
+    return tuple(int(v) for v in idx[0]) if idx.size else ()
+
+
+def _cotangent(grad_output, op):
+    """The cotangent of the op's first differentiable output, as an array (or None)."""
+    if grad_output is None:
+        return None
+    g = grad_output
+    if isinstance(g, (tuple, list)):
+        g = next((x for x in g if x is not None), None)
+        if g is None:
+            return None
+    return np.asarray(getattr(g, "_data", g))
+
+
+def _masking_where(node, depth=6):
+    """The source line of a ``where`` downstream of ``node`` (a consumer of its output, up to
+    ``depth`` ops away) among the nodes made in anomaly mode, or None."""
+    consumers = {}
+    for cand in list(CREATED_AT.keys()):
+        for child, _ in getattr(cand, "next_functions", ()):
+            if child is not None:
+                consumers.setdefault(id(child), []).append(cand)
+    frontier, seen = [node], {id(node)}
+    for _ in range(depth):
+        nxt = []
+        for n in frontier:
+            for c in consumers.get(id(n), ()):
+                plan = getattr(c, "plan", None)
+                if plan is not None and plan.op.name == "where":
+                    return CREATED_AT[c][0]
+                if id(c) not in seen:
+                    seen.add(id(c))
+                    nxt.append(c)
+        frontier = nxt
+    return None
 
 
 def _input_names(node):

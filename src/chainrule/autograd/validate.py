@@ -23,6 +23,20 @@ A hand-written ``backward`` can go wrong in several ways, and each has its own c
     tensors, its inputs or ``grad_output`` (a second backward, or another node reading the
     same tensor, would then see wrong values).
 
+The lint (``_validate_lint``) finds silent mistakes, naming the line responsible where it can:
+
+``ctx-tensors``
+    a Tensor computed from an input that requires grad kept as a ``ctx`` attribute in
+    ``forward`` and read in ``backward`` instead of ``ctx.save_for_backward``;
+``none-grad``
+    ``backward`` returns None for an input that requires grad and that the outputs depend on;
+``linearity``
+    ``backward`` is not linear in ``grad_output``;
+``grad-in-place``
+    ``backward`` writes into its ``grad_output``;
+``output-views``
+    ``forward`` returns an input, or a view of one, without ``ctx.mark_dirty``.
+
 >>> import chainrule as cr
 >>> from chainrule.autograd.validate import validate
 >>> class Square(cr.autograd.Function):
@@ -36,7 +50,7 @@ A hand-written ``backward`` can go wrong in several ways, and each has its own c
 ...         return 2 * x * g
 >>> result = validate(Square, cr.randn(3), verbose=False)
 >>> result.ok, [c.status for c in result.checks]
-(True, ['pass', 'pass', 'pass', 'skip', 'pass'])
+(True, ['pass', 'pass', 'pass', 'skip', 'pass', 'pass', 'pass', 'pass', 'pass', 'pass'])
 
 ``teach=True`` adds a walk-through for small inputs: the full Jacobian, the
 ``grad_output`` that ``backward`` receives and ``grad_output^T J`` side by side with what
@@ -57,9 +71,11 @@ from ._validate_checks import (
     _check_outputs,
     plot_supported,
 )
+from ._validate_lint import lint_checks
 from ._validate_numerics import MAX_JACOBIAN_SIZE, _analytic, _input_names, _numerical, _prepare
 from ._validate_report import (
     CHECKS,
+    LINT_CHECKS,
     TOLERANCES,
     Check,
     ValidationResult,
@@ -67,7 +83,8 @@ from ._validate_report import (
 from ._validate_teach import _teach
 from .function import Function
 
-__all__ = ["validate", "ValidationResult", "Check", "CHECKS", "TOLERANCES", "plot_supported"]
+__all__ = ["validate", "ValidationResult", "Check", "CHECKS", "LINT_CHECKS", "TOLERANCES",
+           "plot_supported"]
 
 
 def _run_checks(function, make, diff, names, rng, result, *, teach, double, plot):
@@ -89,6 +106,8 @@ def _run_checks(function, make, diff, names, rng, result, *, teach, double, plot
         result.checks = [outputs_check] + [Check(n, "skip", "", why)
                                            for n in ("gradcheck", "gradgradcheck", "adjoint")]
         result.checks.append(inplace_check)
+        result.checks += lint_checks(function, make, diff, names, rng, result,
+                                     backward_ok=False, why=why)
         return
 
     n_in = sum(xs[i]._data.size for i in diff)
@@ -112,6 +131,7 @@ def _run_checks(function, make, diff, names, rng, result, *, teach, double, plot
     checks.append(second)
     checks.append(_check_adjoint(function, make, diff, names, rng, state, result, atol, rtol))
     checks.append(inplace_check)
+    checks += lint_checks(function, make, diff, names, rng, result)
     result.checks = checks
     if teach:
         result.teaching = _teach(function, make, diff, names, result, state)

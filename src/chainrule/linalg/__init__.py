@@ -11,6 +11,7 @@ from . import eigen as _eig
 from . import extras as _extras
 from . import inverse as _inverse
 from . import lu_family as _lu
+from . import matrix_function as _matrix_function
 from . import matrix_functions as _matrix_functions
 from . import norms as _norms
 from . import pseudoinverse as _pinv
@@ -20,6 +21,7 @@ from .eigen import *  # noqa: F401,F403
 from .extras import *  # noqa: F401,F403
 from .inverse import *  # noqa: F401,F403
 from .lu_family import *  # noqa: F401,F403
+from .matrix_function import *  # noqa: F401,F403
 from .matrix_functions import *  # noqa: F401,F403
 from .norms import *  # noqa: F401,F403
 from .pseudoinverse import *  # noqa: F401,F403
@@ -32,4 +34,4 @@ from .solves import *  # noqa: F401,F403
 # vecdot, vander, matrix_rank, the _ex variants, householder_product, tensorinv, ...)
 __all__ = ["vector_norm", *_inverse.__all__, *_solve.__all__, *_pinv.__all__,
            *_matrix_functions.__all__, *_decomp.__all__, *_norms.__all__, *_lu.__all__,
-           *_extras.__all__, *_eig.__all__]
+           *_extras.__all__, *_eig.__all__, *_matrix_function.__all__]

@@ -13,7 +13,7 @@ import operator
 import numpy as np
 
 from .._dispatch import ShapeError, apply
-from .._table import TABLE, defop, documented, elementwise
+from .._table import TABLE, Singular, defop, documented, elementwise
 from .._tensor import Tensor, wrap
 from ..backend import NUMPY, backend_of, dtype_kind, native_dtype, xp_kernel
 
@@ -60,6 +60,10 @@ DIV = defop(
     math={"self": "grad_x = grad / y", "other": "grad_y = -grad * (x / y) / y",
           "out": "dz = dx / y - dy * z / y"},
     source=CALCULUS + " (quotient rule)",
+    singular={"self": Singular("y = 0", "infinite", lambda other: other == 0,
+                               "where(m, x / where(m, y, 1.0), 0.0)"),
+              "other": Singular("y = 0", "infinite", lambda other: other == 0,
+                                "where(m, x / where(m, y, 1.0), 0.0)")},
 )
 
 
@@ -86,6 +90,10 @@ POW = defop(
     math={"self": "grad_x = grad * p * x^(p-1)", "exponent": "grad_p = grad * x^p * log(x)",
           "out": "dz = p x^(p-1) dx + x^p log(x) dp"},
     source=CALCULUS + "; zero-masking at x = 0 follows PyTorch's pow_backward",
+    singular={"self": Singular("x = 0 with an exponent below 1", "infinite",
+                               lambda self, exponent: (self == 0) & (exponent < 1)
+                               & (exponent != 0),
+                               "where(m, where(m, x, 1.0) ** p, 0.0)")},
 )
 
 
@@ -213,13 +221,21 @@ ABS = elementwise("abs", "abs", lambda F, self: F.sign(F.where(self == self, sel
                   math="sign(x)  (0 at x = 0 and at NaN)",
                   source=CALCULUS + "; subgradient 0 at x = 0 and at NaN, as in PyTorch")
 EXP = elementwise("exp", "exp", lambda F, out: out, math="exp(x)", source=CALCULUS)
-LOG = elementwise("log", "log", lambda F, self: 1 / self, math="1 / x", source=CALCULUS)
+LOG = elementwise("log", "log", lambda F, self: 1 / self, math="1 / x", source=CALCULUS,
+                  singular=Singular("x = 0", "infinite", lambda self: self == 0,
+                                    "where(m, log(where(m, x, 1.0)), 0.0); for x * log(x), "
+                                    "xlogy(x, x), which is 0 at x = 0"))
 LOG1P = elementwise("log1p", "log1p", lambda F, self: 1 / (1 + self), math="1 / (1 + x)",
-                    source=CALCULUS)
+                    source=CALCULUS,
+                    singular=Singular("x = -1", "infinite", lambda self: self == -1,
+                                      "where(m, log1p(where(m, x, 0.0)), 0.0)"))
 EXPM1 = elementwise("expm1", "expm1", lambda F, out: out + 1, math="exp(x) = y + 1",
                     source=CALCULUS)
 SQRT = elementwise("sqrt", "sqrt", lambda F, out: 0.5 / out, math="1 / (2 sqrt(x))",
-                   source=CALCULUS)
+                   source=CALCULUS,
+                   singular=Singular("x = 0", "infinite", lambda out: out == 0,
+                                     "where(m, sqrt(where(m, x, 1.0)), 0.0); for a norm, "
+                                     "sqrt(sum(x ** 2) + eps)"))
 SIN = elementwise("sin", "sin", lambda F, self: F.cos(self), math="cos(x)", source=CALCULUS)
 COS = elementwise("cos", "cos", lambda F, self: -F.sin(self), math="-sin(x)", source=CALCULUS)
 TAN = elementwise("tan", "tan", lambda F, out: 1 + out * out, math="1 + tan(x)^2",

@@ -16,7 +16,7 @@ import math
 
 from .. import _ns
 from .._dispatch import apply, name_errors
-from .._table import Rule, defop, documented, elementwise
+from .._table import Rule, Singular, defop, documented, elementwise
 from ..backend import NUMPY, dtype_kind, xp_kernel
 from .elementwise import CALCULUS, _mask, _unary, abs, add, clamp, div, mul, neg, sign, sub
 
@@ -151,29 +151,44 @@ SINH = elementwise("sinh", "sinh", lambda F, self: F.cosh(self), math="cosh(x)",
 COSH = elementwise("cosh", "cosh", lambda F, self: F.sinh(self), math="sinh(x)",
                    source=HYPERBOLIC)
 ACOS = elementwise("acos", "acos", lambda F, self: -(1 - self * self) ** -0.5,
-                   math="-1 / sqrt(1 - x^2)", source=CIRCULAR)
+                   math="-1 / sqrt(1 - x^2)", source=CIRCULAR,
+                   singular=Singular("x = -1 or x = 1", "infinite", lambda self: abs(self) == 1,
+                                     "acos(clamp(x, -1 + eps, 1 - eps))"))
 ASIN = elementwise("asin", "asin", lambda F, self: (1 - self * self) ** -0.5,
-                   math="1 / sqrt(1 - x^2)", source=CIRCULAR)
+                   math="1 / sqrt(1 - x^2)", source=CIRCULAR,
+                   singular=Singular("x = -1 or x = 1", "infinite", lambda self: abs(self) == 1,
+                                     "asin(clamp(x, -1 + eps, 1 - eps))"))
 ATAN = elementwise("atan", "atan", lambda F, self: 1 / (1 + self * self),
                    math="1 / (1 + x^2)", source=CIRCULAR)
 ASINH = elementwise("asinh", "asinh", lambda F, self: (self * self + 1) ** -0.5,
                     math="1 / sqrt(x^2 + 1)", source=INVERSE_HYPERBOLIC)
 ACOSH = elementwise("acosh", "acosh", lambda F, self: (self * self - 1) ** -0.5,
-                    math="1 / sqrt(x^2 - 1)", source=INVERSE_HYPERBOLIC)
+                    math="1 / sqrt(x^2 - 1)", source=INVERSE_HYPERBOLIC,
+                    singular=Singular("x = 1", "infinite", lambda self: self == 1,
+                                      "acosh(clamp(x, min=1 + eps))"))
 ATANH = elementwise("atanh", "atanh", lambda F, self: 1 / (1 - self * self),
-                    math="1 / (1 - x^2)", source=INVERSE_HYPERBOLIC)
+                    math="1 / (1 - x^2)", source=INVERSE_HYPERBOLIC,
+                    singular=Singular("x = -1 or x = 1", "infinite", lambda self: abs(self) == 1,
+                                      "atanh(clamp(x, -1 + eps, 1 - eps))"))
 
 # --- logarithms and powers ---------------------------------------------------------------------
 
 LOG2 = elementwise("log2", "log2", lambda F, self: 1 / (self * _LN2), math="1 / (x ln 2)",
-                   source=CALCULUS)
+                   source=CALCULUS,
+                   singular=Singular("x = 0", "infinite", lambda self: self == 0,
+                                     "where(m, log2(where(m, x, 1.0)), 0.0)"))
 LOG10 = elementwise("log10", "log10", lambda F, self: 1 / (self * _LN10),
-                    math="1 / (x ln 10)", source=CALCULUS)
+                    math="1 / (x ln 10)", source=CALCULUS,
+                    singular=Singular("x = 0", "infinite", lambda self: self == 0,
+                                      "where(m, log10(where(m, x, 1.0)), 0.0)"))
 EXP2 = elementwise("exp2", own_or("exp2", lambda xp, x: 2.0 ** x),
                    lambda F, out: out * _LN2, math="2^x ln 2", source=CALCULUS)
 RSQRT = elementwise("rsqrt", xp_kernel(lambda xp, x: 1.0 / xp.sqrt(x)),
                     lambda F, out: -0.5 * (out * out * out), math="-x^(-3/2) / 2",
-                    source=CALCULUS)
+                    source=CALCULUS,
+                    singular=Singular("x = 0", "infinite", lambda out: ~(abs(out) < float("inf")),
+                                      "rsqrt(x + eps), or where(m, rsqrt(where(m, x, 1.0)), "
+                                      "0.0)"))
 
 
 def _sinc_fallback(xp, x):

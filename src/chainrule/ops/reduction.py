@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 from .._dispatch import apply, name_errors
-from .._table import defop, documented
+from .._table import Singular, defop, documented
 from .._tensor import Tensor
 from ..backend import backend_of, dtype_kind, numpy_dtype, on_device_of, xp_kernel
 from ._dims import wrap_dim, wrap_dims
@@ -314,6 +314,10 @@ VECTOR_NORM = defop(
                   "p, as PyTorch)",
           "out": "dy = sum(sign(x) |x|^(p-1) dx) / ||x||^(p-1)"},
     source="derivative of (sum |x_i|^p)^(1/p); PyTorch's norm_backward conventions at zero",
+    singular={"self": Singular("||x|| = 0 (the norm is not differentiable there: the rule "
+                               "gives the subgradient 0, its second derivative is infinite)",
+                               "undefined", lambda out: out == 0,
+                               "sqrt(sum(x ** 2) + eps) in place of norm(x)")},
 )
 
 
