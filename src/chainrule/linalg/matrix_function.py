@@ -51,10 +51,13 @@ class ScalarFunction:
     divided difference in a stable closed form (None: the generic one), ``domain``
     (None, ``"psd"``: eigenvalues >= 0, ``"pd"``: > 0) and the public name for messages."""
 
-    __slots__ = ("name", "f", "df", "divided", "domain")
+    __slots__ = ("name", "f", "df", "divided", "domain", "general")
 
-    def __init__(self, name, f, df=None, divided=None, domain=None):
+    def __init__(self, name, f, df=None, divided=None, domain=None, general=None):
         self.name, self.f, self.df, self.divided, self.domain = name, f, df, divided, domain
+        # f of a general square matrix through differentiable primitives (matrix_exp, the
+        # Schur sqrtm/logm), or None: the Frechet derivative is then recorded through it
+        self.general = general
 
     def __repr__(self):
         return f"<{self.name} f={getattr(self.f, '__name__', self.f)!s}>"
@@ -249,11 +252,20 @@ def _as_tensor(x):
 
 
 def _frechet_differentiable(A, E, fn):
-    """The same formula through chainrule's ops (eigh, the divided differences): recorded,
-    so it can be differentiated again (where the eigenvalues are distinct)."""
+    """The same derivative, recorded so that it can be differentiated again. For the named
+    functions (exp, sqrt, log, powers) through the block-triangular identity
+    ``f([[A, E], [0, A]])`` with the general-matrix primitives, whose own rules are Frechet
+    derivatives of the same kind: finite to every order, repeated eigenvalues included.
+    For a user's ``f``, through eigh and the divided differences (where the eigenvalues
+    are distinct)."""
     from .decomp import eigh
 
     A, E = _as_tensor(A), _as_tensor(E)
+    if fn.general is not None:
+        try:
+            return _block_frechet(0.5 * (A + A.mT), 0.5 * (E + E.mT), fn.general)
+        except MatrixDomainError:  # e.g. a singular PSD matrix: no general sqrtm of the block
+            pass
     lam, V = eigh(0.5 * (A + A.mT))
     if fn.domain == "psd":
         lam = lam.clamp(min=0.0)
@@ -325,19 +337,25 @@ def _block_raw(kernel):
     return frechet
 
 
+def _block_frechet(A, E, f):
+    """``L_f(A, E)``, the top-right block of ``f([[A, sE], [0, A]])`` divided by ``s``, with
+    ``f`` a differentiable function of a general matrix (recorded)."""
+    from .._creation import zeros_like
+    from ..ops import broadcast_to, cat
+
+    A, E = _as_tensor(A), _as_tensor(E)
+    n = A.shape[-1]
+    batch = np.broadcast_shapes(A.shape[:-2], E.shape[:-2])
+    A = broadcast_to(A, batch + (n, n))
+    E = broadcast_to(E, batch + (n, n))
+    s = _scale(_host(A), _host(E)).astype(_host(A).dtype)
+    M = cat([cat([A, E * s], -1), cat([zeros_like(A), A], -1)], -2)
+    return f(M)[..., :n, n:] / s
+
+
 def _block_differentiable(op):
     def frechet(A, E):
-        from .._creation import zeros_like
-        from ..ops import broadcast_to, cat
-
-        A, E = _as_tensor(A), _as_tensor(E)
-        n = A.shape[-1]
-        batch = np.broadcast_shapes(A.shape[:-2], E.shape[:-2])
-        A = broadcast_to(A, batch + (n, n))
-        E = broadcast_to(E, batch + (n, n))
-        s = _scale(_host(A), _host(E)).astype(_host(A).dtype)
-        M = cat([cat([A, E * s], -1), cat([zeros_like(A), A], -1)], -2)
-        return apply(op, (M,))[..., :n, n:] / s
+        return _block_frechet(A, E, lambda M: apply(op, (M,)))
 
     return frechet
 
@@ -427,9 +445,17 @@ def _log(x):
     return x.log()
 
 
-_SQRT = ScalarFunction("linalg.sqrtm", _sqrt, _sqrt_df, _dd_sqrt, "psd")
-_LOG = ScalarFunction("linalg.logm", _log, _log_df, _dd_log, "pd")
-_EXP = ScalarFunction("linalg.expm_sym", _exp, _exp, _dd_exp)
+def _general_exp(M):
+    from .matrix_functions import matrix_exp
+
+    return matrix_exp(M)
+
+
+_SQRT = ScalarFunction("linalg.sqrtm", _sqrt, _sqrt_df, _dd_sqrt, "psd",
+                       general=lambda M: apply(SQRTM, (M,)))
+_LOG = ScalarFunction("linalg.logm", _log, _log_df, _dd_log, "pd",
+                      general=lambda M: apply(LOGM, (M,)))
+_EXP = ScalarFunction("linalg.expm_sym", _exp, _exp, _dd_exp, general=_general_exp)
 
 
 def _symmetric(A, symmetric):
@@ -596,5 +622,6 @@ def powm(A, p):
     if fn is None:
         fn = _POWERS[p] = ScalarFunction(
             "linalg.powm", lambda x: x ** p, lambda x: p * x ** (p - 1.0), _dd_power(p),
-            "psd" if p > 0 else "pd")
+            "psd" if p > 0 else "pd",
+            general=lambda M: _general_exp(p * apply(LOGM, (M,))))  # M^p = exp(p log M)
     return apply(MATRIX_FUNCTION, (_as_input(A),), (fn,))
