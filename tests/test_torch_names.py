@@ -85,6 +85,8 @@ def test_H_and_mH_of_real_tensors_are_transposes():
     np.testing.assert_array_equal(t(np.stack([X, X]), False).mH.numpy(), np.stack([X.T, X.T]))
     with pytest.raises(RuntimeError, match="tensor.H is only supported on matrices"):
         _ = t(np.stack([X, X]), False).H
+    with pytest.raises(RuntimeError, match="Got 1-D tensor"):  # as PyTorch
+        _ = t(X[0], False).H
 
 
 def test_in_place_addmm_family_matches_out_of_place():

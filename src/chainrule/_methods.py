@@ -144,10 +144,11 @@ def _inplace_variant(fn, op_name):
 
 def _H(self):
     """The conjugate transpose of a matrix (real: the transpose), as PyTorch's ``Tensor.H``:
-    2-D (or fewer dims) only."""
-    if self.ndim > 2:
+    2-D only (0-D passes through, as in PyTorch)."""
+    if self.ndim not in (0, 2):
+        hint = " For batches of matrices, consider using tensor.mH" if self.ndim > 2 else ""
         raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got "
-                           f"{self.ndim}-D tensor.")
+                           f"{self.ndim}-D tensor.{hint}")
     return ops.t(self)
 
 
