@@ -114,3 +114,11 @@ def test_custom_function_backward_leaving_the_library_is_named():
     x = cr.tensor([1.0], requires_grad=True)
     with detect_anomaly(), pytest.raises(AnomalyError, match="BadNumpyBackward"):
         BadNumpy.apply(x).sum().backward()
+
+
+def test_check_nan_false_records_lines_and_raises_nothing():
+    # PyTorch's detect_anomaly(check_nan=False): the NaN gradient passes through
+    x = cr.tensor([4.0, 0.0], requires_grad=True)
+    with detect_anomaly(check_nan=False), np.errstate(all="ignore"):
+        cr.where(x > 0, cr.sqrt(x), 0.0).sum().backward()
+    assert np.isnan(x.grad.numpy()[1]) and x.grad.numpy()[0] == 0.25

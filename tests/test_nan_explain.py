@@ -12,7 +12,7 @@ from chainrule.autograd import AnomalyError, detect_anomaly
 
 
 def _error(fn, check_forward=True):
-    with detect_anomaly(check_forward), pytest.raises(AnomalyError) as info, \
+    with detect_anomaly(check_forward=check_forward), pytest.raises(AnomalyError) as info, \
             np.errstate(all="ignore"):
         fn()
     return str(info.value)

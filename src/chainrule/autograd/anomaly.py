@@ -55,14 +55,16 @@ def _explaining():
 
 
 class detect_anomaly:
-    """Context manager (and decorator) that turns on NaN/Inf provenance checks.
+    """Context manager (and decorator) that turns on NaN/Inf provenance checks
+    (``check_nan=False``, as in PyTorch: only remember where each node was made).
 
     ``explain=True`` (the default): a NaN or Inf found in the backward pass is explained
     from the op's table entry: where its local derivative is infinite or undefined, at
     which entries, whether the cotangent arriving there is 0 (and which ``where``, created
     on which line, masked it: 0 * inf = NaN), and the standard fix for that op."""
 
-    def __init__(self, check_forward=True, explain=True):
+    def __init__(self, check_nan=True, *, check_forward=True, explain=True):
+        self.check_nan = check_nan  # PyTorch's flag: False records lines, raises nothing
         self.check_forward = check_forward
         self.explain = explain
 
@@ -70,7 +72,8 @@ class detect_anomaly:
         self.prev = STATE.anomaly
         self.prev_explain = _explaining()
         _EXPLAIN.on = self.explain
-        STATE.set_modes(anomaly="forward" if self.check_forward else "backward")
+        mode = "forward" if self.check_forward else "backward"
+        STATE.set_modes(anomaly=mode if self.check_nan else "record")
         return self
 
     def __exit__(self, *exc):
@@ -80,7 +83,8 @@ class detect_anomaly:
 
     def __call__(self, fn):
         def wrapper(*args, **kwargs):
-            with detect_anomaly(self.check_forward, self.explain):
+            with detect_anomaly(self.check_nan, check_forward=self.check_forward,
+                                explain=self.explain):
                 return fn(*args, **kwargs)
 
         wrapper.__name__, wrapper.__doc__ = fn.__name__, fn.__doc__
@@ -88,10 +92,10 @@ class detect_anomaly:
 
 
 class set_detect_anomaly(detect_anomaly):
-    """``set_detect_anomaly(mode, check_forward=True)``: on or off, for a ``with`` block."""
+    """``set_detect_anomaly(mode, check_nan=True)``: on or off, for a ``with`` block."""
 
-    def __init__(self, mode, check_forward=True, explain=True):
-        super().__init__(check_forward, explain)
+    def __init__(self, mode, check_nan=True, *, check_forward=True, explain=True):
+        super().__init__(check_nan, check_forward=check_forward, explain=explain)
         self.mode = mode
 
     def __enter__(self):
@@ -181,6 +185,8 @@ def record_function_node(node, args):
 def check_backward(node, input_grads, grad_output=None):
     """Called by the engine after every node's VJP in anomaly mode (``grad_output``: the
     cotangent the node received)."""
+    if STATE.anomaly == "record":  # detect_anomaly(check_nan=False): lines only
+        return
     names = _input_names(node)
     for i, g in enumerate(input_grads or ()):
         if g is not None and _bad(getattr(g, "_data", g)):
