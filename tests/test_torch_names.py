@@ -129,3 +129,81 @@ def test_against_torch(name):
     for g, r in zip(cr.autograd.grad((out * cr.tensor(cot)).sum(), xs),
                     torch.autograd.grad((ref * torch.tensor(cot)).sum(), ts)):
         np.testing.assert_allclose(g.numpy(), r.numpy(), atol=1e-10)
+
+
+# --- ops/torch_more.py --------------------------------------------------------------------
+
+MORE = {
+    "positive": (cr.positive, lambda x: x, [X]),
+    "float_power": (lambda x: cr.float_power(x, 3), lambda x: x ** 3.0, [X]),
+    "ldexp": (lambda x: cr.ldexp(x, cr.tensor(np.array([1, 2, -1, 0, 3, 1]))),
+              lambda x: x * 2.0 ** np.array([1, 2, -1, 0, 3, 1]), [X]),
+    "dstack": (lambda a, b: cr.dstack([a, b]), lambda a, b: np.dstack([a, b]), [X, X * 2]),
+    "split_with_sizes": (lambda x: cr.split_with_sizes(x, [2, 4], 1)[1],
+                         lambda x: x[:, 2:], [X]),
+    "sum_to_size": (lambda x: x.sum_to_size(1, 6), lambda x: x.sum(0, keepdims=True), [X]),
+    "select_scatter": (lambda x, s: cr.select_scatter(x, s, 1, 2),
+                       lambda x, s: np.concatenate([x[:, :2], s[:, None], x[:, 3:]], 1),
+                       [X, X[:, 0] * 3]),
+    "slice_scatter": (lambda x, s: cr.slice_scatter(x, s, 1, 0, 6, 2),
+                      lambda x, s: np.stack([s[:, 0], x[:, 1], s[:, 1], x[:, 3], s[:, 2],
+                                             x[:, 5]], 1), [X, X[:, :3] * 2]),
+    "repeat_interleave": (lambda x: cr.repeat_interleave(x, cr.tensor(np.array([1, 0, 2, 1])),
+                                                         dim=0),
+                          lambda x: np.repeat(x, [1, 0, 2, 1], axis=0), [X]),
+    "combinations": (lambda x: cr.combinations(x, 2),
+                     lambda x: np.array([[x[i], x[j]] for i in range(6)
+                                         for j in range(i + 1, 6)]), [X[0]]),
+    "constant_pad_nd": (lambda x: cr.constant_pad_nd(x, (1, -2, 0, 1), 7.0),
+                        lambda x: np.pad(x[:, :4], ((0, 1), (1, 0)), constant_values=7.0),
+                        [X]),
+    "frexp": (lambda x: cr.frexp(x).mantissa, lambda x: np.frexp(x)[0], [X]),
+}
+
+
+@pytest.mark.parametrize("name", list(MORE))
+def test_more_torch_names(name):
+    ours, reference, arrays = MORE[name]
+    np.testing.assert_allclose(ours(*[t(a, False) for a in arrays]).numpy(),
+                               reference(*arrays), rtol=1e-12, atol=1e-12)
+    assert gradcheck(ours, tuple(t(a) for a in arrays))
+
+
+def test_mode_nextafter_and_broadcast_tensors():
+    x = cr.tensor(np.array([[1.0, 2.0, 2.0, 3.0], [5.0, 4.0, 5.0, 4.0]]), requires_grad=True)
+    values, indices = cr.mode(x, 1)
+    np.testing.assert_array_equal(values.detach().numpy(), [2.0, 4.0])  # ties: the smallest
+    np.testing.assert_array_equal(indices.numpy(), [2, 3])  # its last occurrence
+    values.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [[0, 0, 1, 0], [0, 0, 0, 1]])
+    a = t([1.0, 2.0])
+    n = cr.nextafter(a, cr.tensor([2.0, 0.0]))
+    np.testing.assert_array_equal(n.detach().numpy(), np.nextafter([1.0, 2.0], [2.0, 0.0]))
+    n.sum().backward()
+    np.testing.assert_array_equal(a.grad.numpy(), [1.0, 1.0])  # PyTorch's convention
+    p, q = cr.broadcast_tensors(cr.ones(3, 1), cr.zeros(4))
+    assert p.shape == q.shape == (3, 4)
+
+
+def test_more_torch_names_against_torch():
+    torch = pytest.importorskip("torch")
+    theirs = {
+        "float_power": lambda x: torch.float_power(x, 3),
+        "sum_to_size": lambda x: x.sum_to_size(1, 6),
+        "repeat_interleave": lambda x: torch.repeat_interleave(x, torch.tensor([1, 0, 2, 1]),
+                                                               dim=0),
+        "combinations": lambda x: torch.combinations(x, 2),
+        "constant_pad_nd": lambda x: torch.constant_pad_nd(x, (1, -2, 0, 1), 7.0),
+        "frexp": lambda x: torch.frexp(x).mantissa,
+    }
+    for name, fn in theirs.items():
+        ours, reference, arrays = MORE[name]
+        xs = [t(a) for a in arrays]
+        ts = [torch.tensor(a, requires_grad=True) for a in arrays]
+        out, ref = ours(*xs), fn(*ts)
+        np.testing.assert_allclose(out.detach().numpy(), ref.detach().numpy(), atol=1e-12)
+        np.testing.assert_allclose(out.detach().numpy(), reference(*arrays), atol=1e-12)
+        cot = RNG.standard_normal(tuple(out.shape))
+        for g, r in zip(cr.autograd.grad((out * cr.tensor(cot)).sum(), xs),
+                        torch.autograd.grad((ref * torch.tensor(cot)).sum(), ts)):
+            np.testing.assert_allclose(g.numpy(), r.numpy(), atol=1e-10, err_msg=name)

@@ -34,6 +34,9 @@ _SAME_NAME = [
     "cumsum", "cumprod", "logcumsumexp", "cummax", "cummin", "sort", "argsort", "msort",
     "topk", "kthvalue", "median", "nanmedian", "quantile", "nanquantile", "nansum",
     "nanmean", "diff", "count_nonzero", "aminmax", "cov", "corrcoef",
+    # more of PyTorch's names (ops/torch_more.py)
+    "positive", "float_power", "ldexp", "sum_to_size", "select_scatter", "slice_scatter",
+    "repeat_interleave", "nextafter", "frexp", "mode", "split_with_sizes",
 ]
 
 
@@ -331,7 +334,7 @@ def install():
                  "i0", "logit", "mvlgamma", "clamp_min", "clamp_max", "atan2", "arctan2",
                  "hypot", "xlogy", "fmod", "remainder", "floor_divide", "copysign", "lerp",
                  "addcmul", "addcdiv", "multiply", "subtract", "divide",
-                 "cumsum", "cumprod"):
+                 "cumsum", "cumprod", "float_power", "ldexp", "nextafter"):
         setattr(T, name + "_", _inplace_variant(getattr(ops, name), name))
     T.polygamma = lambda self, n: ops.polygamma(n, self)  # torch: x.polygamma(n)
     T.polygamma_ = _inplace_variant(T.polygamma, "polygamma")

@@ -21,6 +21,7 @@ from .scatter import *  # noqa: F401,F403
 from .shape import *  # noqa: F401,F403
 from .sorting import *  # noqa: F401,F403
 from .special_fns import *  # noqa: F401,F403
+from .torch_more import *  # noqa: F401,F403
 
 # Errors raised while these functions prepare their arguments name the op (the kernels'
 # errors are named by the dispatcher). Not the hot elementwise functions and reductions.

@@ -1,0 +1,266 @@
+"""More of PyTorch's top-level names, as exact compositions of the table's primitives (their
+gradients, to any order, come from those rules): positive, float_power, ldexp, dstack,
+broadcast_tensors, split_with_sizes, sum_to_size, select_scatter, slice_scatter,
+repeat_interleave, combinations, constant_pad_nd, nextafter, frexp, mode.
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+
+import numpy as np
+
+from .._dispatch import name_errors
+from .._tensor import Tensor, wrap
+from ._dims import wrap_dim
+from .indexing import getitem
+from .shape import broadcast_to, cat, reshape, split
+
+__all__ = ["positive", "float_power", "ldexp", "dstack", "broadcast_tensors",
+           "split_with_sizes", "sum_to_size", "select_scatter", "slice_scatter",
+           "repeat_interleave", "combinations", "constant_pad_nd", "nextafter", "frexp",
+           "mode"]
+
+FrexpResult = collections.namedtuple("frexp", ["mantissa", "exponent"])
+ModeResult = collections.namedtuple("mode", ["values", "indices"])
+
+
+def _t(x):
+    if isinstance(x, Tensor):
+        return x
+    a = np.asarray(x)
+    if a.dtype.kind not in "biuf":
+        raise TypeError(f"expected a tensor or numbers, got {type(x).__name__}")
+    return wrap(a)
+
+
+def positive(input):
+    """``input`` itself (PyTorch's ``torch.positive`` returns it unchanged)."""
+    return _t(input)
+
+
+def float_power(input, exponent):
+    """``input ** exponent`` computed in float64 (``torch.float_power``)."""
+    from .elementwise import pow as _pow
+    from .elementwise import to_dtype
+
+    x = to_dtype(_t(input), np.float64)
+    e = to_dtype(exponent, np.float64) if isinstance(exponent, Tensor) else float(exponent)
+    return _pow(x, e)
+
+
+def ldexp(input, other):
+    """``input * 2 ** other`` (``torch.ldexp``), in ``input``'s float dtype."""
+    x = _t(input)
+    e = _t(other)
+    dtype = x.dtype if x.dtype.kind == "f" else np.float32
+    return x.to(dtype) * (2.0 ** e.to(dtype))
+
+
+def dstack(tensors):
+    """Stack along the third dim: 0-D and 1-D become (1, 1, n), 2-D (m, n, 1)
+    (``torch.dstack``)."""
+    out = []
+    for t in tensors:
+        t = _t(t)
+        if t.ndim == 0:
+            t = reshape(t, (1, 1, 1))
+        elif t.ndim == 1:
+            t = reshape(t, (1, t.shape[0], 1))
+        elif t.ndim == 2:
+            t = reshape(t, tuple(t.shape) + (1,))
+        out.append(t)
+    return cat(out, 2)
+
+
+def broadcast_tensors(*tensors):
+    """The tensors broadcast to their common shape (views; ``torch.broadcast_tensors``)."""
+    ts = [_t(t) for t in tensors]
+    try:
+        shape = np.broadcast_shapes(*[tuple(t.shape) for t in ts])
+    except ValueError:
+        raise RuntimeError(f"broadcast_tensors: shapes {[tuple(t.shape) for t in ts]} do not "
+                           "broadcast") from None
+    return tuple(broadcast_to(t, shape) for t in ts)
+
+
+def split_with_sizes(input, split_sizes, dim=0):
+    """Pieces of the given sizes along ``dim`` (which must add up to its size)."""
+    x = _t(input)
+    d = wrap_dim(dim, x.ndim, "split_with_sizes")
+    if sum(split_sizes) != x.shape[d]:
+        raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to "
+                           f"{x.shape[d]} (input tensor's size at dimension {d}), but got "
+                           f"split_sizes={list(split_sizes)}")
+    return split(x, list(split_sizes), d)
+
+
+def sum_to_size(input, *size):
+    """``input`` summed to ``size`` (which ``input`` broadcasts from), as ``Tensor.
+    sum_to_size``: the reverse of broadcasting."""
+    from .reduction import sum as _sum
+
+    x = _t(input)
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = tuple(size[0])
+    size = tuple(int(s) for s in size)
+    if np.broadcast_shapes(size, tuple(x.shape)) != tuple(x.shape):
+        raise RuntimeError(f"sum_to_size: size {list(size)} is not expandable to size "
+                           f"{list(x.shape)}")
+    lead = x.ndim - len(size)
+    dims = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(size)
+                                      if s == 1 and x.shape[lead + i] != 1)
+    y = _sum(x, dims, True) if dims else x
+    return reshape(y, size)
+
+
+def _scatter_slice(input, src, index):
+    from .indexing import index_put
+
+    x = _t(input)
+    return index_put(x, index, _t(src))
+
+
+def select_scatter(input, src, dim, index):
+    """A copy of ``input`` with ``src`` written at ``index`` along ``dim``
+    (``torch.select_scatter``); differentiable in both."""
+    x = _t(input)
+    d = wrap_dim(dim, x.ndim, "select_scatter")
+    if not -x.shape[d] <= index < x.shape[d]:
+        raise IndexError(f"select_scatter: index {index} is out of range for dimension {d} "
+                         f"of size {x.shape[d]}")
+    want = tuple(x.shape[:d]) + tuple(x.shape[d + 1:])
+    if tuple(_t(src).shape) != want:
+        raise RuntimeError(f"select_scatter: expected src to have a size equal to the slice "
+                           f"of self. src size = {list(_t(src).shape)}, slice size = "
+                           f"{list(want)}")
+    return _scatter_slice(x, src, (slice(None),) * d + (index,))
+
+
+def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
+    """A copy of ``input`` with ``src`` written at ``start:end:step`` along ``dim``
+    (``torch.slice_scatter``); differentiable in both."""
+    x = _t(input)
+    d = wrap_dim(dim, x.ndim, "slice_scatter")
+    key = (slice(None),) * d + (slice(start, end, step),)
+    want = np.empty(x.shape, dtype=bool)[key].shape
+    if tuple(_t(src).shape) != tuple(want):
+        raise RuntimeError(f"slice_scatter: expected src to have a size equal to the slice of "
+                           f"self. src size = {list(_t(src).shape)}, slice size = "
+                           f"{list(want)}")
+    return _scatter_slice(x, src, key)
+
+
+def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
+    """Each entry repeated ``repeats`` times (an int, or one count per entry along ``dim``;
+    ``dim=None`` flattens first), as ``torch.repeat_interleave``; a gather of the
+    entries, whose VJP adds the copies' gradients."""
+    x = _t(input)
+    if repeats is None:  # repeat_interleave(repeats): the indices, repeated
+        counts = np.asarray(x.numpy(), dtype=np.int64)
+        return wrap(np.repeat(np.arange(counts.size), counts))
+    if dim is None:
+        x, d = reshape(x, (-1,)), 0
+    else:
+        d = wrap_dim(dim, x.ndim, "repeat_interleave")
+    r = np.asarray(repeats.numpy() if isinstance(repeats, Tensor) else repeats)
+    if r.ndim > 1 or (r.ndim == 1 and r.size not in (1, x.shape[d])):
+        raise RuntimeError(f"repeat_interleave: repeats must have the same size as input "
+                           f"along dim, but got repeats.size(0) = {r.size} and "
+                           f"input.size({d}) = {x.shape[d]}")
+    if (r < 0).any():
+        raise RuntimeError("repeat_interleave: repeats can not be negative")
+    idx = np.repeat(np.arange(x.shape[d]), r if r.ndim else int(r))
+    return getitem(x, (slice(None),) * d + (idx,))
+
+
+def combinations(input, r=2, with_replacement=False):
+    """The length-``r`` combinations of a 1-D tensor's entries, as rows (C order), as
+    ``torch.combinations``; a gather, differentiable in ``input``."""
+    x = _t(input)
+    if x.ndim != 1:
+        raise RuntimeError(f"combinations: Expect a 1D vector, but got shape {list(x.shape)}")
+    pick = itertools.combinations_with_replacement if with_replacement else \
+        itertools.combinations
+    rows = np.array(list(pick(range(x.shape[0]), r)), dtype=np.intp).reshape(-1, r)
+    if rows.size == 0:
+        return wrap(np.empty((0, r) if r else (0,), dtype=x.dtype))
+    return getitem(x, (rows,))
+
+
+def constant_pad_nd(input, pad, value=0):
+    """Pad with ``value`` (``pad`` = (left, right) pairs from the last dim backwards, as
+    ``torch.nn.functional.pad``; negative pads crop), as ``torch.constant_pad_nd``."""
+    from .._creation import full
+    from .rearrange import narrow
+
+    x = _t(input)
+    pad = list(pad)
+    if len(pad) % 2 or len(pad) // 2 > x.ndim:
+        raise RuntimeError(f"constant_pad_nd: Length of pad must be even but instead it "
+                           f"equals {len(pad)}, and at most 2 * {x.ndim}")
+    for k in range(len(pad) // 2):
+        d = x.ndim - 1 - k
+        left, right = pad[2 * k], pad[2 * k + 1]
+        if left < 0:
+            x = narrow(x, d, -left, x.shape[d] + left)
+        if right < 0:
+            x = narrow(x, d, 0, x.shape[d] + right)
+        parts = []
+        for width in (max(left, 0), max(right, 0)):
+            shape = list(x.shape)
+            shape[d] = width
+            parts.append(full(tuple(shape), value, dtype=x.dtype))
+        x = cat([parts[0], x, parts[1]], d)
+    return x
+
+
+def nextafter(input, other):
+    """The next float after ``input`` toward ``other`` (``torch.nextafter``): a step of one
+    unit in the last place, so its gradient is 1 in ``input`` and 0 in ``other``, as
+    PyTorch's."""
+    a, b = _t(input), _t(other)
+    step = np.nextafter(a.detach().numpy(), b.detach().numpy()) - a.detach().numpy()
+    return a + wrap(step)
+
+
+def frexp(input):
+    """``(mantissa, exponent)`` with ``input = mantissa * 2 ** exponent``, ``|mantissa|`` in
+    [0.5, 1) (``torch.frexp``); the mantissa is ``input * 2 ** -exponent``, differentiable
+    with the exponent held fixed, as PyTorch."""
+    x = _t(input)
+    _, e = np.frexp(x.detach().numpy())
+    exponent = wrap(e.astype(np.int32))
+    return FrexpResult(x * wrap((2.0 ** -e).astype(np.dtype(x.dtype))), exponent)
+
+
+def mode(input, dim=-1, keepdim=False):
+    """``(values, indices)``: the most frequent value along ``dim`` (the smallest among
+    ties) and the index of its last occurrence, as ``torch.mode``; the values' gradient
+    goes to that index."""
+    from .indexing import take_along_dim
+
+    x = _t(input)
+    if x.ndim == 0:
+        return ModeResult(x * 1, wrap(np.array(0, dtype=np.int64)))
+    d = wrap_dim(dim, x.ndim, "mode")
+    data = np.moveaxis(np.asarray(x.detach().numpy()), d, -1)
+    flat = data.reshape(-1, data.shape[-1])
+    idx = np.empty(flat.shape[0], dtype=np.int64)
+    for k, row in enumerate(flat):
+        vals, counts = np.unique(row, return_counts=True)
+        best = vals[np.argmax(counts)]  # unique sorts: the smallest among the most frequent
+        idx[k] = np.nonzero(row == best)[0][-1] if row.size else 0
+    idx = idx.reshape(data.shape[:-1])
+    index = wrap(np.expand_dims(idx, d))
+    values = take_along_dim(x, index, d)
+    if not keepdim:
+        values = reshape(values, tuple(s for i, s in enumerate(values.shape) if i != d))
+        return ModeResult(values, wrap(idx))
+    return ModeResult(values, index)
+
+
+for _name in __all__:
+    globals()[_name] = name_errors(globals()[_name], _name)
+del _name
