@@ -207,3 +207,83 @@ def test_more_torch_names_against_torch():
         for g, r in zip(cr.autograd.grad((out * cr.tensor(cot)).sum(), xs),
                         torch.autograd.grad((ref * torch.tensor(cot)).sum(), ts)):
             np.testing.assert_allclose(g.numpy(), r.numpy(), atol=1e-10, err_msg=name)
+
+
+def test_unsafe_split_chunk_fill_zero_and_put():
+    x = t(X)
+    for a, b in zip(cr.unsafe_split(x, 4, 1), cr.split(x, 4, 1)):
+        np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy())
+    assert [c.shape for c in x.unsafe_chunk(3, 1)] == [c.shape for c in x.chunk(3, 1)]
+    v = t(2.5)
+    filled = cr.fill(x, v)
+    np.testing.assert_array_equal(filled.detach().numpy(), np.full(X.shape, 2.5))
+    (gx, gv) = cr.autograd.grad(filled.sum(), [x, v], allow_unused=True)
+    assert gx is None and float(gv) == X.size  # the value gets every entry's gradient
+    y = x * 1.0
+    version = y._version
+    cr.zero_(y)
+    assert y._version == version + 1 and not y.detach().numpy().any()
+    (g,) = cr.autograd.grad((y * 3).sum(), [x])
+    assert not g.numpy().any()
+    idx = np.array([0, 7, 7, 23])
+    src = t([1.0, 2.0, 3.0, 4.0])
+    ref = X.copy().ravel()
+    np.add.at(ref, idx, [1.0, 2.0, 3.0, 4.0])
+    out = cr.put(x, cr.tensor(idx), src, accumulate=True)
+    np.testing.assert_allclose(out.detach().numpy().ravel(), ref)
+    assert gradcheck(lambda a, s: cr.put(a, cr.tensor(idx), s, accumulate=True), (t(X), src))
+
+
+def test_index_reduce():
+    x = t(X)
+    src = t(RNG.standard_normal((4, 3)))
+    idx = cr.tensor(np.array([0, 2, 2]))
+    out = cr.index_reduce(x, 1, idx, src, "mean", include_self=True)
+    ref = X.copy()
+    ref[:, 0] = (X[:, 0] + src.detach().numpy()[:, 0]) / 2
+    ref[:, 2] = (X[:, 2] + src.detach().numpy()[:, 1] + src.detach().numpy()[:, 2]) / 3
+    np.testing.assert_allclose(out.detach().numpy(), ref)
+    assert gradcheck(lambda a, s: cr.index_reduce(a, 1, idx, s, "mean"), (t(X), src))
+
+
+def test_bernoulli_and_normal_are_seeded_and_normal_is_reparametrized():
+    cr.manual_seed(3)
+    a = cr.bernoulli(cr.full((1000,), 0.3))
+    cr.manual_seed(3)
+    b = cr.bernoulli(cr.full((1000,), 0.3))
+    np.testing.assert_array_equal(a.numpy(), b.numpy())
+    assert set(np.unique(a.numpy())) <= {0.0, 1.0} and abs(a.numpy().mean() - 0.3) < 0.06
+    mean, std = t([0.5, -1.0]), t([2.0, 0.1])
+    z = cr.normal(mean, std)
+    gm, gs = cr.autograd.grad(z.sum(), [mean, std])
+    np.testing.assert_array_equal(gm.numpy(), [1.0, 1.0])
+    noise = (z.detach().numpy() - [0.5, -1.0]) / [2.0, 0.1]
+    np.testing.assert_allclose(gs.numpy(), noise)
+
+
+def test_the_other_dropouts_and_rrelu():
+    cr.manual_seed(0)
+    x = cr.ones(8, 16, 3, 3, dtype=cr.float64)
+    y = F.dropout2d(x, 0.5).numpy()
+    per_channel = y.reshape(8, 16, 9)
+    assert np.all((per_channel == 0).all(-1) | (per_channel == 2.0).all(-1))  # whole channels
+    assert F.dropout2d(x, 0.5, training=False) is x
+    assert F.dropout3d(cr.ones(2, 4, 2, 2, 2), 0.5).shape == (2, 4, 2, 2, 2)
+    big = cr.tensor(RNG.standard_normal(200000))
+    out = F.alpha_dropout(big, 0.2, training=True).numpy()
+    assert abs(out.mean()) < 0.02 and abs(out.std() - 1.0) < 0.02  # SELU's moments kept
+    assert F.alpha_dropout(big, 0.2) is big  # training=False by default, as PyTorch
+    neg = cr.tensor(-np.ones(1000))
+    np.testing.assert_allclose(F.rrelu(neg).numpy(), -(1 / 8 + 1 / 3) / 2)
+    slopes = -F.rrelu(neg, training=True).numpy()
+    assert slopes.min() >= 1 / 8 and slopes.max() <= 1 / 3
+
+
+def test_multilabel_margin_loss():
+    x = t([[0.1, 0.2, 0.4, 0.8]])
+    y = cr.tensor(np.array([[3, 0, -1, 1]]))  # targets 3 and 0 (the -1 ends the list)
+    # by hand: sum over j in {3, 0}, i in {1, 2} of max(0, 1 - (x_j - x_i)), / 4
+    expected = (max(0, 1 - (0.8 - 0.2)) + max(0, 1 - (0.8 - 0.4)) + max(0, 1 - (0.1 - 0.2))
+                + max(0, 1 - (0.1 - 0.4))) / 4
+    assert float(F.multilabel_margin_loss(x, y)) == pytest.approx(expected)  # 0.85
+    assert gradcheck(lambda a: F.multilabel_margin_loss(a, y), (x,))

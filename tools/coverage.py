@@ -156,6 +156,7 @@ ADAPTERS = {
     "torch.nn.functional.embedding": lambda f: lambda weight, idx, **k: f(idx, weight, **k),
     "torch.linalg.lstsq": lambda f: lambda a, b, driver=None: tuple(f(a, b, driver=driver))[:2],
     "torch.linalg.pinv": lambda f: lambda a, b: f(a @ b.mT),
+    "torch.zero_": lambda f: lambda x, *a, **k: f(x.clone(), *a, **k),
 }
 
 

@@ -37,6 +37,8 @@ _SAME_NAME = [
     # more of PyTorch's names (ops/torch_more.py)
     "positive", "float_power", "ldexp", "sum_to_size", "select_scatter", "slice_scatter",
     "repeat_interleave", "nextafter", "frexp", "mode", "split_with_sizes",
+    "unsafe_split", "unsafe_chunk", "put", "index_reduce", "bernoulli", "zero_",
+    "diagonal_scatter",
 ]
 
 
@@ -334,7 +336,8 @@ def install():
                  "i0", "logit", "mvlgamma", "clamp_min", "clamp_max", "atan2", "arctan2",
                  "hypot", "xlogy", "fmod", "remainder", "floor_divide", "copysign", "lerp",
                  "addcmul", "addcdiv", "multiply", "subtract", "divide",
-                 "cumsum", "cumprod", "float_power", "ldexp", "nextafter"):
+                 "cumsum", "cumprod", "float_power", "ldexp", "nextafter", "true_divide",
+                 "put", "index_reduce"):
         setattr(T, name + "_", _inplace_variant(getattr(ops, name), name))
     T.polygamma = lambda self, n: ops.polygamma(n, self)  # torch: x.polygamma(n)
     T.polygamma_ = _inplace_variant(T.polygamma, "polygamma")

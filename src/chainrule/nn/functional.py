@@ -1245,3 +1245,117 @@ def _top_layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5,
 @_name_errors_of("group_norm")
 def _top_group_norm(input, num_groups, weight=None, bias=None, eps=1e-5, cudnn_enabled=True):
     return group_norm(input, num_groups, weight, bias, eps)
+
+
+# --- the other dropouts, rrelu, multilabel_margin_loss (compositions) -----------------------
+
+def _channel_mask(x, p, fname, batched_ndim):
+    """A keep-mask drawn per channel: shape (N, C, 1, ...) for a batched input of
+    ``batched_ndim`` dims, (C, 1, ...) for an unbatched one."""
+    shape = list(x.shape)
+    lead = 2 if x.ndim == batched_ndim else 1
+    mask_shape = shape[:lead] + [1] * (x.ndim - lead)
+    return _creation.default_generator.random(tuple(mask_shape)) >= p
+
+
+def _check_p(p, fname):
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"{fname}: dropout probability has to be between 0 and 1, but got {p}")
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels (dim 1 of (N, C, H, W); dim 0 of (C, H, W)) with probability
+    ``p``, the rest scaled by ``1 / (1 - p)``, when ``training``."""
+    _check_p(p, "dropout2d")
+    if not training or p == 0.0:
+        return input
+    x = _t(input)
+    keep = _channel_mask(x, p, "dropout2d", 4)
+    return x * wrap((keep / (1.0 - p) if p < 1 else keep * 0.0).astype(_float_dtype_of(x)))
+
+
+def dropout3d(input, p=0.5, training=True, inplace=False):
+    """:func:`dropout2d` for (N, C, D, H, W) or (C, D, H, W) inputs."""
+    _check_p(p, "dropout3d")
+    if not training or p == 0.0:
+        return input
+    x = _t(input)
+    keep = _channel_mask(x, p, "dropout3d", 5)
+    return x * wrap((keep / (1.0 - p) if p < 1 else keep * 0.0).astype(_float_dtype_of(x)))
+
+
+_ALPHA_PRIME = -_SELU_ALPHA * _SELU_SCALE
+
+
+def _alpha_dropout(x, keep, p):
+    q = 1.0 - p
+    a = (q + _ALPHA_PRIME ** 2 * q * p) ** -0.5
+    b = -a * _ALPHA_PRIME * p
+    k = wrap(keep.astype(_float_dtype_of(x)))
+    return (x * k + _ALPHA_PRIME * (1 - k)) * a + b
+
+
+def alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """Dropout that keeps SELU's zero mean and unit variance: dropped entries are set to
+    ``-scale * alpha`` of SELU, then an affine map ``a x + b`` restores the moments
+    (Klambauer et al. 2017, sec. "New dropout technique"), as PyTorch's."""
+    _check_p(p, "alpha_dropout")
+    if not training or p == 0.0:
+        return input
+    x = _t(input)
+    if p == 1.0:
+        return x * 0.0
+    return _alpha_dropout(x, _creation.default_generator.random(tuple(x.shape)) >= p, p)
+
+
+def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """:func:`alpha_dropout` with whole channels dropped."""
+    _check_p(p, "feature_alpha_dropout")
+    if not training or p == 0.0:
+        return input
+    x = _t(input)
+    if p == 1.0:
+        return x * 0.0
+    return _alpha_dropout(x, _channel_mask(x, p, "feature_alpha_dropout", x.ndim), p)
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+    """The randomized leaky ReLU: negative entries times a slope drawn from U(lower, upper)
+    when ``training`` (chainrule's generator), times ``(lower + upper) / 2`` otherwise."""
+    x = _t(input)
+    if training:
+        slope = wrap(_creation.default_generator.uniform(lower, upper, tuple(x.shape))
+                     .astype(_float_dtype_of(x)))
+    else:
+        slope = (lower + upper) / 2.0
+    return _ops.where(x >= 0, x, x * slope)
+
+
+def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """``sum_{j in y} sum_{i not in y} max(0, 1 - (x_j - x_i)) / C`` per sample, ``y`` the
+    target's class indices up to the first -1, as
+    ``torch.nn.functional.multilabel_margin_loss``."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    x = _t(input)
+    x2 = x.reshape(1, -1) if x.ndim <= 1 else x
+    y = np.asarray(_t(target).detach().numpy(), dtype=np.int64).reshape(x2.shape)
+    n, C = x2.shape
+    is_target = np.zeros((n, C), dtype=bool)
+    count = np.zeros((n, C))  # how often each class is listed (PyTorch sums over the list)
+    for k, row in enumerate(y):
+        for c in row:
+            if c < 0:
+                break
+            is_target[k, c] = True
+            count[k, c] += 1
+    # pairs (j, i): j a listed target, i not a target; the hinge on x_j - x_i
+    diff = x2.unsqueeze(2) - x2.unsqueeze(1)  # (n, C, C): x_j - x_i
+    pairs = wrap((count[:, :, None] * ~is_target[:, None, :]).astype(_float_dtype_of(x)))
+    loss = _ops.sum(_ops.clamp(1.0 - diff, min=0.0) * pairs, (1, 2)) / C
+    if x.ndim <= 1:
+        loss = loss.reshape(())
+    return _reduce(loss, reduction, "multilabel_margin_loss")
+
+
+__all__ += ["dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout", "rrelu",
+            "multilabel_margin_loss"]

@@ -20,7 +20,8 @@ from .shape import broadcast_to, cat, reshape, split
 __all__ = ["positive", "float_power", "ldexp", "dstack", "broadcast_tensors",
            "split_with_sizes", "sum_to_size", "select_scatter", "slice_scatter",
            "repeat_interleave", "combinations", "constant_pad_nd", "nextafter", "frexp",
-           "mode"]
+           "mode", "unsafe_split", "unsafe_chunk", "fill", "zero_", "put", "index_reduce",
+           "bernoulli", "normal"]
 
 FrexpResult = collections.namedtuple("frexp", ["mantissa", "exponent"])
 ModeResult = collections.namedtuple("mode", ["values", "indices"])
@@ -259,6 +260,125 @@ def mode(input, dim=-1, keepdim=False):
         values = reshape(values, tuple(s for i, s in enumerate(values.shape) if i != d))
         return ModeResult(values, wrap(idx))
     return ModeResult(values, index)
+
+
+def unsafe_split(input, split_size_or_sections, dim=0):
+    """``split`` (PyTorch's "unsafe" variant differs only in skipping a version check)."""
+    return split(_t(input), split_size_or_sections, dim)
+
+
+def unsafe_chunk(input, chunks, dim=0):
+    """``chunk`` (PyTorch's "unsafe" variant differs only in skipping a version check)."""
+    from .shape import chunk
+
+    return chunk(_t(input), chunks, dim)
+
+
+def fill(input, value):
+    """A tensor of ``input``'s shape and dtype filled with ``value`` (``torch.fill``); a
+    0-d tensor ``value`` gets the sum of the gradient, ``input`` none."""
+    x = _t(input)
+    if isinstance(value, Tensor):
+        if value.ndim != 0:
+            raise RuntimeError(f"fill only supports 0-dimension value tensor but got tensor "
+                               f"with {value.ndim} dimensions.")
+        return broadcast_to(value.to(x.dtype), tuple(x.shape)) * 1
+    return wrap(np.full(tuple(x.shape), value, dtype=np.dtype(x.dtype)))
+
+
+def zero_(input):
+    """``input`` set to zeros in place (``torch.zero_``); its gradient there is 0."""
+    from .._creation import zeros_like
+    from .._inplace import update
+
+    x = _t(input)
+    return update(x, lambda old: zeros_like(old) + 0 * old, "zero_")
+
+
+def put(input, index, source, accumulate=False):
+    """A copy of ``input`` with ``source`` written at the flat positions ``index`` (added
+    with ``accumulate``), as ``torch.put``; differentiable in both."""
+    from .indexing import index_put
+
+    x = _t(input)
+    idx = np.asarray(index.numpy() if isinstance(index, Tensor) else index)
+    if idx.dtype.kind not in "iu":
+        raise RuntimeError(f"put: Expected a long tensor for index, but got {idx.dtype}")
+    src = _t(source)
+    if idx.size != src.numel():
+        raise RuntimeError(f"put: Expected source and index to have the same number of "
+                           f"elements, but got source.numel() = {src.numel()}, "
+                           f"index.numel() = {idx.size}")
+    n = int(np.prod(x.shape))
+    if idx.size and (idx.min() < -n or idx.max() >= n):
+        raise IndexError(f"put: index out of range for a tensor of {n} elements")
+    flat = reshape(x, (-1,))
+    out = index_put(flat, (idx.reshape(-1) % max(n, 1),), reshape(src, (-1,)), accumulate)
+    return reshape(out, tuple(x.shape))
+
+
+def index_reduce(input, dim, index, source, reduce, *, include_self=True):
+    """``input`` with the slices of ``source`` reduced into its slices ``index`` along
+    ``dim`` ("prod", "mean", "amax", "amin"), as ``torch.index_reduce``: a
+    ``scatter_reduce`` with the index spread over the other dims."""
+    from .scatter import scatter_reduce
+
+    x, src = _t(input), _t(source)
+    if x.ndim == 0:  # a 0-d self (and source) act as 1-D, as in PyTorch
+        out = index_reduce(reshape(x, (1,)), 0, index, reshape(src, (-1,)), reduce,
+                           include_self=include_self)
+        return reshape(out, ())
+    d = wrap_dim(dim, x.ndim, "index_reduce")
+    idx = np.asarray(index.numpy() if isinstance(index, Tensor) else index).astype(np.int64)
+    if reduce not in ("prod", "mean", "amax", "amin"):
+        raise RuntimeError(f"index_reduce: reduce argument must be either prod, mean, amax or "
+                           f"amin, got {reduce}")
+    if idx.ndim != 1 or src.ndim != x.ndim or src.shape[d] != idx.size:
+        raise RuntimeError(f"index_reduce: index of shape {list(idx.shape)} and source of "
+                           f"shape {list(src.shape)} do not fit self of shape "
+                           f"{list(x.shape)} along dim {d}")
+    shape = [1] * src.ndim
+    shape[d] = idx.size
+    full_index = wrap(np.broadcast_to(idx.reshape(shape), tuple(src.shape)).copy())
+    return scatter_reduce(x, d, full_index, src, reduce, include_self=include_self)
+
+
+def bernoulli(input, p=None, *, generator=None):
+    """Samples in {0, 1} with probabilities ``input`` (or the number ``p``), from chainrule's
+    generator (``manual_seed``) or ``generator`` (a NumPy Generator); no gradient, as
+    PyTorch's."""
+    from .. import _creation
+
+    x = _t(input)
+    rng = generator or _creation.default_generator
+    probs = np.asarray(x.detach().numpy()) if p is None else np.full(tuple(x.shape), p)
+    if ((probs < 0) | (probs > 1)).any():
+        raise RuntimeError("bernoulli: Expected p_in >= 0 && p_in <= 1 to be true")
+    dtype = np.dtype(x.dtype) if np.dtype(x.dtype).kind == "f" else np.float32
+    return wrap((rng.random(probs.shape) < probs).astype(dtype))
+
+
+def normal(mean, std=1.0, size=None, *, generator=None):
+    """``mean + std * z`` with standard normal ``z`` from chainrule's generator
+    (``manual_seed``) or ``generator``, as ``torch.normal``; differentiable in tensor
+    ``mean`` and ``std`` (the reparametrization: d/dmean = 1, d/dstd = z)."""
+    from .. import _creation
+
+    rng = generator or _creation.default_generator
+    m = mean if isinstance(mean, Tensor) else None
+    s = std if isinstance(std, Tensor) else None
+    if size is not None:
+        shape = tuple(size)
+    else:
+        shapes = [tuple(t.shape) for t in (m, s) if t is not None]
+        if not shapes:
+            raise TypeError("normal: give mean or std as a tensor, or size")
+        shape = np.broadcast_shapes(*shapes)
+    if s is not None and (np.asarray(s.detach().numpy()) < 0).any():
+        raise RuntimeError("normal: expected all elements of std >= 0.0")
+    dtype = next((np.dtype(t.dtype) for t in (m, s) if t is not None), np.dtype(np.float32))
+    z = wrap(rng.standard_normal(shape).astype(dtype))
+    return mean + std * z
 
 
 for _name in __all__:
