@@ -515,3 +515,47 @@ def test_mlp_matches_torch_forward_and_gradients():
     for (n, p), (tn, tp) in zip(net.named_parameters(), tnet.named_parameters()):
         assert n == tn
         np.testing.assert_allclose(p.grad.numpy(), tp.grad.numpy(), rtol=1e-10, atol=1e-14)
+
+
+def test_nn_utils_clip_grad_norm_value_and_parameter_vectors():
+    from chainrule.nn.utils import (
+        clip_grad_norm_,
+        clip_grad_value_,
+        parameters_to_vector,
+        vector_to_parameters,
+    )
+
+    a = cr.tensor(np.zeros(2), requires_grad=True)
+    b = cr.tensor(np.zeros(3), requires_grad=True)
+    a.grad, b.grad = cr.tensor([3.0, 0.0]), cr.tensor([0.0, 4.0, 0.0])
+    total = clip_grad_norm_([a, b], 1.0)  # the norm of all gradients as one vector: 5
+    assert float(total) == pytest.approx(5.0)
+    np.testing.assert_allclose(a.grad.numpy(), [3 / (5 + 1e-6), 0.0])
+    np.testing.assert_allclose(b.grad.numpy(), [0.0, 4 / (5 + 1e-6), 0.0])
+    assert float(clip_grad_norm_([a, b], 10.0)) == pytest.approx(1.0, rel=1e-5)  # no change
+    b.grad = cr.tensor([-2.0, 0.5, 9.0])
+    clip_grad_value_([b], 1.0)
+    np.testing.assert_array_equal(b.grad.numpy(), [-1.0, 0.5, 1.0])
+    model = cr.nn.Linear(3, 2)
+    vec = parameters_to_vector(model.parameters())
+    assert vec.shape == (8,)
+    vector_to_parameters(vec * 0 + 1.0, model.parameters())
+    assert (model.weight.detach().numpy() == 1).all() and (model.bias.detach().numpy() == 1).all()
+    with pytest.raises(RuntimeError, match="non-finite"):
+        a.grad = cr.tensor([np.inf, 0.0])
+        clip_grad_norm_([a], 1.0, error_if_nonfinite=True)
+
+
+def test_clip_grad_norm_against_torch():
+    torch = pytest.importorskip("torch")
+    g1, g2 = np.array([[1.0, -2.0], [0.5, 3.0]]), np.array([4.0, -1.0])
+    ours = [cr.tensor(np.zeros_like(g), requires_grad=True) for g in (g1, g2)]
+    theirs = [torch.zeros(g.shape, dtype=torch.float64, requires_grad=True) for g in (g1, g2)]
+    for p, q, g in zip(ours, theirs, (g1, g2)):
+        p.grad, q.grad = cr.tensor(g), torch.tensor(g)
+    n1 = cr.nn.utils.clip_grad_norm_(ours, 2.0, norm_type=3.0)
+    n2 = torch.nn.utils.clip_grad_norm_(theirs, 2.0, norm_type=3.0)
+    assert float(n1) == pytest.approx(float(n2))
+    for p, q in zip(ours, theirs):
+        np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy())
+    assert float(n1) == pytest.approx(np.sum(np.abs(np.r_[g1.ravel(), g2]) ** 3) ** (1 / 3))

@@ -10,11 +10,11 @@ Everything is composed of chainrule's differentiable ops (no new derivative rule
 gradients of any order, ``chainrule.func`` transforms and ``gradcheck`` work through it.
 """
 
-from . import functional, init
+from . import functional, init, utils
 from ._functional_call import functional_call
 from ._module import Buffer, Module, ModuleDict, ModuleList, Parameter, Sequential
 from .modules import *  # noqa: F401,F403
 from .modules import __all__ as _modules_all
 
-__all__ = ["functional", "init", "functional_call", "Parameter", "Buffer", "Module",
+__all__ = ["functional", "init", "utils", "functional_call", "Parameter", "Buffer", "Module",
            "Sequential", "ModuleList", "ModuleDict", *_modules_all]
