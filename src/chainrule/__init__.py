@@ -29,6 +29,7 @@ from . import (  # noqa: E402
     nn,
     optim,
     special,
+    utils,
     viz,
 )
 from .autograd import functional as _functional  # noqa: E402,F401
@@ -54,6 +55,7 @@ bool = _np.bool_  # noqa: A001
 __version__ = "0.1.0"
 
 __all__ = [
-    "Tensor", "TABLE", "autograd", "func", "linalg", "nn", "optim", "ops", "special", "viz",
+    "Tensor", "TABLE", "autograd", "func", "linalg", "nn", "optim", "ops", "special", "utils",
+    "viz",
     "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "float32", "float64", "device",
 ]
