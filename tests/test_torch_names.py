@@ -287,3 +287,33 @@ def test_multilabel_margin_loss():
                 + max(0, 1 - (0.1 - 0.4))) / 4
     assert float(F.multilabel_margin_loss(x, y)) == pytest.approx(expected)  # 0.85
     assert gradcheck(lambda a: F.multilabel_margin_loss(a, y), (x,))
+
+
+def test_in_place_shape_changes_keep_the_tensor_and_its_history():
+    x = t(X)
+    y = x * 2.0
+    same = y
+    y.unsqueeze_(0)
+    assert y is same and y.shape == (1, 4, 6)
+    y.squeeze_().t_().transpose_(0, 1)
+    assert y.shape == (4, 6)
+    (g,) = cr.autograd.grad((y * y).sum(), [x])
+    np.testing.assert_allclose(g.numpy(), 8 * X)  # d sum((2x)^2) / dx
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        t(X).unsqueeze_(0)
+    base = cr.tensor(X)
+    view = base[0]
+    with pytest.raises(NotImplementedError, match="unsqueeze_: changing the shape in place"):
+        view.unsqueeze_(0)
+
+
+def test_copy_variants_are_copies_with_the_views_gradient():
+    x = t(X)
+    c = cr.transpose_copy(x, 0, 1)
+    assert c.shape == (6, 4) and not np.shares_memory(c.detach().numpy(), x.detach().numpy())
+    (g,) = cr.autograd.grad((c * cr.tensor(X.T)).sum(), [x])
+    np.testing.assert_allclose(g.numpy(), X)
+    parts = cr.split_with_sizes_copy(x, [1, 3], 0)
+    assert [p.shape for p in parts] == [(1, 6), (3, 6)]
+    np.testing.assert_array_equal(cr.view_copy(x, (24,)).detach().numpy(), X.ravel())
+    np.testing.assert_array_equal(x.narrow_copy(1, 2, 3).detach().numpy(), X[:, 2:5])

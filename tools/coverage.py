@@ -54,7 +54,7 @@ REASONS = [
      r"local_response_norm|instance_norm|_aa$",
      "out of scope: image resampling and spatial ops (issue 12 leaves out convolution and "
      "pooling; these are of that family)"),
-    (r"as_strided|_copy$|alias_copy|narrow_copy|to_sparse|contiguous_format|^to$",
+    (r"as_strided|to_sparse|contiguous_format|^to$",
      "storage-level view copies / memory layout: chainrule has no strides"),
     (r"lowrank|ormqr|nextafter|frexp|ldexp|float_power|index_reduce|put$|"
      r"segment_reduce|multi_head_attention_forward|linear_cross_entropy|rms_norm|glu|"

@@ -270,3 +270,27 @@ def _follow_retain_grad(t):
     retain = t._extra.get("retains_grad") if t._extra else None
     if retain is not None:
         retain(t)
+
+
+def reshape_in_place(t, make, name):
+    """The in-place view ops that change a tensor's shape (``unsqueeze_``, ``squeeze_``,
+    ``t_``, ``transpose_``): ``t`` becomes the view ``make(t)`` and keeps its identity, its
+    history continuing through that view's node (PyTorch's in-place metadata change).
+    Raises as other in-place updates do (a leaf that requires grad), and
+    NotImplementedError for a view or a tensor with live views (their shapes would no
+    longer agree)."""
+    check(t, name)
+    ex = t._extra
+    if ex and (ex.get("view_of") is not None or _live_views(t)):
+        raise NotImplementedError(
+            f"{name}: changing the shape in place of a view, or of a tensor that has views, "
+            "is not supported; use the out-of-place op")
+    new = make(t)
+    t._data = new._data
+    if new._requires_grad:
+        t._grad_fn, t._output_nr, t._requires_grad = new._grad_fn, new._output_nr, True
+    tangent = new._extra.get("tangent") if new._extra else None
+    if tangent is not None:
+        t._extra_set("tangent", tangent)
+    t._vc[0] += 1
+    return t

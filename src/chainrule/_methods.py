@@ -38,7 +38,7 @@ _SAME_NAME = [
     "positive", "float_power", "ldexp", "sum_to_size", "select_scatter", "slice_scatter",
     "repeat_interleave", "nextafter", "frexp", "mode", "split_with_sizes",
     "unsafe_split", "unsafe_chunk", "put", "index_reduce", "bernoulli", "zero_",
-    "diagonal_scatter",
+    "diagonal_scatter", "narrow_copy",
 ]
 
 
@@ -339,6 +339,14 @@ def install():
                  "cumsum", "cumprod", "float_power", "ldexp", "nextafter", "true_divide",
                  "put", "index_reduce"):
         setattr(T, name + "_", _inplace_variant(getattr(ops, name), name))
+    # in-place view ops that change the shape: the tensor keeps its identity
+    T.unsqueeze_ = lambda self, dim: _inplace.reshape_in_place(
+        self, lambda x: ops.unsqueeze(x, dim), "unsqueeze_")
+    T.squeeze_ = lambda self, *dim: _inplace.reshape_in_place(
+        self, lambda x: ops.squeeze(x, *dim), "squeeze_")
+    T.t_ = lambda self: _inplace.reshape_in_place(self, ops.t, "t_")
+    T.transpose_ = lambda self, dim0, dim1: _inplace.reshape_in_place(
+        self, lambda x: ops.transpose(x, dim0, dim1), "transpose_")
     T.polygamma = lambda self, n: ops.polygamma(n, self)  # torch: x.polygamma(n)
     T.polygamma_ = _inplace_variant(T.polygamma, "polygamma")
     # NumPy's names that PyTorch has as Tensor methods too (chainrule.ops.numpy_names)

@@ -21,7 +21,9 @@ __all__ = ["positive", "float_power", "ldexp", "dstack", "broadcast_tensors",
            "split_with_sizes", "sum_to_size", "select_scatter", "slice_scatter",
            "repeat_interleave", "combinations", "constant_pad_nd", "nextafter", "frexp",
            "mode", "unsafe_split", "unsafe_chunk", "fill", "zero_", "put", "index_reduce",
-           "bernoulli", "normal"]
+           "bernoulli", "normal", "alias_copy", "diagonal_copy", "expand_copy", "narrow_copy",
+           "permute_copy", "split_with_sizes_copy", "squeeze_copy", "t_copy",
+           "transpose_copy", "unbind_copy", "unsqueeze_copy", "view_copy"]
 
 FrexpResult = collections.namedtuple("frexp", ["mantissa", "exponent"])
 ModeResult = collections.namedtuple("mode", ["values", "indices"])
@@ -379,6 +381,44 @@ def normal(mean, std=1.0, size=None, *, generator=None):
     dtype = next((np.dtype(t.dtype) for t in (m, s) if t is not None), np.dtype(np.float32))
     z = wrap(rng.standard_normal(shape).astype(dtype))
     return mean + std * z
+
+
+def _copy_of(view_name):
+    """PyTorch's ``<view>_copy``: the view op's result as a new tensor (no shared memory),
+    with the same gradient."""
+    def fn(input, *args, **kwargs):
+        from . import shape
+        from .matmul import diagonal
+        from .rearrange import narrow
+
+        named = {"diagonal": diagonal, "narrow": narrow, "split_with_sizes": split_with_sizes}
+        view = named.get(view_name) or getattr(shape, view_name)
+        out = view(_t(input), *args, **kwargs)
+        if isinstance(out, (tuple, list)):
+            return tuple(o.clone() for o in out)
+        return out.clone()
+
+    fn.__name__ = f"{view_name}_copy"
+    fn.__doc__ = f"``{view_name}(...)`` as a copy (``torch.{view_name}_copy``)."
+    return fn
+
+
+def alias_copy(input):
+    """A copy of ``input`` (``torch.alias_copy``)."""
+    return _t(input).clone()
+
+
+diagonal_copy = _copy_of("diagonal")
+expand_copy = _copy_of("expand")
+narrow_copy = _copy_of("narrow")
+permute_copy = _copy_of("permute")
+split_with_sizes_copy = _copy_of("split_with_sizes")
+squeeze_copy = _copy_of("squeeze")
+t_copy = _copy_of("t")
+transpose_copy = _copy_of("transpose")
+unbind_copy = _copy_of("unbind")
+unsqueeze_copy = _copy_of("unsqueeze")
+view_copy = _copy_of("view")
 
 
 for _name in __all__:
