@@ -317,3 +317,17 @@ def test_copy_variants_are_copies_with_the_views_gradient():
     assert [p.shape for p in parts] == [(1, 6), (3, 6)]
     np.testing.assert_array_equal(cr.view_copy(x, (24,)).detach().numpy(), X.ravel())
     np.testing.assert_array_equal(x.narrow_copy(1, 2, 3).detach().numpy(), X[:, 2:5])
+
+
+def test_complex_names_on_real_tensors():
+    x = t(X)
+    assert cr.conj(x) is x and x.conj() is x and cr.real(x) is x
+    assert cr.resolve_conj(x) is x and x.resolve_neg() is x
+    c = cr.conj_physical(x)
+    assert c is not x and not np.shares_memory(c.detach().numpy(), X)
+    np.testing.assert_array_equal(c.detach().numpy(), X)
+    a = cr.angle(t([-2.0, 0.0, 3.0]))
+    np.testing.assert_array_equal(a.detach().numpy(), [np.pi, 0.0, 0.0])
+    y = t([-2.0, 3.0])
+    (g,) = cr.autograd.grad(cr.angle(y).sum(), [y])
+    assert not g.numpy().any()  # angle's gradient is 0 for real input, as PyTorch's

@@ -26,6 +26,7 @@ from . import (  # noqa: E402
     autograd,
     func,
     linalg,
+    masked,
     nn,
     optim,
     special,
@@ -55,7 +56,7 @@ bool = _np.bool_  # noqa: A001
 __version__ = "0.1.0"
 
 __all__ = [
-    "Tensor", "TABLE", "autograd", "func", "linalg", "nn", "optim", "ops", "special", "utils",
-    "viz",
+    "Tensor", "TABLE", "autograd", "func", "linalg", "masked", "nn", "optim", "ops", "special",
+    "utils", "viz",
     "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "float32", "float64", "device",
 ]

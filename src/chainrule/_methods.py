@@ -38,7 +38,8 @@ _SAME_NAME = [
     "positive", "float_power", "ldexp", "sum_to_size", "select_scatter", "slice_scatter",
     "repeat_interleave", "nextafter", "frexp", "mode", "split_with_sizes",
     "unsafe_split", "unsafe_chunk", "put", "index_reduce", "bernoulli", "zero_",
-    "diagonal_scatter", "narrow_copy",
+    "diagonal_scatter", "narrow_copy", "conj", "conj_physical", "resolve_conj", "resolve_neg",
+    "angle",
 ]
 
 
@@ -337,7 +338,7 @@ def install():
                  "hypot", "xlogy", "fmod", "remainder", "floor_divide", "copysign", "lerp",
                  "addcmul", "addcdiv", "multiply", "subtract", "divide",
                  "cumsum", "cumprod", "float_power", "ldexp", "nextafter", "true_divide",
-                 "put", "index_reduce"):
+                 "put", "index_reduce", "conj_physical"):
         setattr(T, name + "_", _inplace_variant(getattr(ops, name), name))
     # in-place view ops that change the shape: the tensor keeps its identity
     T.unsqueeze_ = lambda self, dim: _inplace.reshape_in_place(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import collections
 import itertools
+import math
 
 import numpy as np
 
@@ -23,7 +24,8 @@ __all__ = ["positive", "float_power", "ldexp", "dstack", "broadcast_tensors",
            "mode", "unsafe_split", "unsafe_chunk", "fill", "zero_", "put", "index_reduce",
            "bernoulli", "normal", "alias_copy", "diagonal_copy", "expand_copy", "narrow_copy",
            "permute_copy", "split_with_sizes_copy", "squeeze_copy", "t_copy",
-           "transpose_copy", "unbind_copy", "unsqueeze_copy", "view_copy"]
+           "transpose_copy", "unbind_copy", "unsqueeze_copy", "view_copy", "conj",
+           "conj_physical", "resolve_conj", "resolve_neg", "real", "angle"]
 
 FrexpResult = collections.namedtuple("frexp", ["mantissa", "exponent"])
 ModeResult = collections.namedtuple("mode", ["values", "indices"])
@@ -419,6 +421,44 @@ transpose_copy = _copy_of("transpose")
 unbind_copy = _copy_of("unbind")
 unsqueeze_copy = _copy_of("unsqueeze")
 view_copy = _copy_of("view")
+
+
+# Complex conjugation and parts of real tensors: PyTorch's names, so code written for real
+# and complex tensors alike runs (chainrule is real-valued; complex inputs do not exist).
+
+def conj(input):
+    """The complex conjugate: for a real tensor, ``input`` itself (as PyTorch's view)."""
+    return _t(input)
+
+
+def conj_physical(input):
+    """The complex conjugate as a new tensor: for a real tensor, a copy of ``input``."""
+    return _t(input).clone()
+
+
+def resolve_conj(input):
+    """``input`` (a real tensor has no lazy conjugation to resolve)."""
+    return _t(input)
+
+
+def resolve_neg(input):
+    """``input`` (a real tensor has no lazy negation to resolve)."""
+    return _t(input)
+
+
+def real(input):
+    """The real part: for a real tensor, ``input`` itself (as PyTorch)."""
+    return _t(input)
+
+
+def angle(input):
+    """The argument of each entry: 0 for ``x >= 0``, pi for ``x < 0``, nan for nan (a real
+    tensor); its gradient is 0, as PyTorch's."""
+    from .elementwise import where
+
+    x = _t(input)
+    zero = x * 0.0
+    return where(x < 0, zero + math.pi, zero)
 
 
 for _name in __all__:
