@@ -297,3 +297,27 @@ def test_ldl_against_torch():
     np.testing.assert_array_equal(piv.numpy(), ref.pivots.numpy())
     np.testing.assert_allclose(L.ldl_solve(LD, piv, t(np.eye(4), False)).numpy(),
                                np.linalg.inv(A), atol=1e-12)  # also without torch's help
+
+
+@pytest.mark.parametrize("left", [True, False])
+@pytest.mark.parametrize("transpose", [False, True])
+def test_ormqr_is_lapacks(left, transpose):
+    qr, tau = sl.lapack.dgeqrf(RNG.standard_normal((5, 3)))[:2]
+    C = RNG.standard_normal((5, 4)) if left else RNG.standard_normal((4, 5))
+    ref = sl.lapack.dormqr("L" if left else "R", "T" if transpose else "N", qr, tau, C,
+                           lwork=64)[0]
+    ours = cr.ormqr(t(qr, False), t(tau, False), t(C, False), left=left, transpose=transpose)
+    np.testing.assert_allclose(ours.numpy(), ref, atol=1e-13)
+    assert gradcheck(lambda a, b, c: cr.ormqr(a, b, c, left=left, transpose=transpose),
+                     (t(qr), t(tau), t(C)))
+
+
+def test_svd_and_pca_lowrank_are_exact_truncations():
+    A = RNG.standard_normal((8, 5))
+    U, S, V = cr.svd_lowrank(t(A, False), q=2)
+    s = np.linalg.svd(A, compute_uv=False)
+    np.testing.assert_allclose(S.numpy(), s[:2])
+    assert U.shape == (8, 2) and V.shape == (5, 2)
+    _, S2, _ = cr.pca_lowrank(t(A, False), q=3)
+    np.testing.assert_allclose(S2.numpy(),
+                               np.linalg.svd(A - A.mean(0), compute_uv=False)[:3])

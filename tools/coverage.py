@@ -155,6 +155,8 @@ ADAPTERS = {
     "torch.linalg.lstsq": lambda f: lambda a, b, driver=None: tuple(f(a, b, driver=driver))[:2],
     "torch.linalg.pinv": lambda f: lambda a, b: f(a @ b.mT),
     "torch.zero_": lambda f: lambda x, *a, **k: f(x.clone(), *a, **k),
+    "torch.svd_lowrank": lambda f: lambda a, b, **k: f(a @ b.mT, **k),
+    "torch.pca_lowrank": lambda f: lambda a, b, **k: f(a @ b.mT, **k),
 }
 
 

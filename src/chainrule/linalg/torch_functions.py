@@ -26,6 +26,7 @@ __all__ = [
     "cross", "cdist", "addmm", "addmv", "addr", "addbmm", "baddbmm", "chain_matmul",
     "diag_embed", "diagflat", "block_diag", "cartesian_prod", "vdot", "matrix_power",
     "matrix_exp", "qr", "svd", "orgqr", "adjoint", "ger", "rsub", "renorm", "row_stack",
+    "ormqr", "svd_lowrank", "pca_lowrank",
 ]
 
 QRResult = collections.namedtuple("qr", ["Q", "R"])
@@ -381,6 +382,56 @@ def row_stack(tensors):
     return vstack(tensors)
 
 
+def ormqr(input, tau, other, left=True, transpose=False):
+    """``Q C`` (``C Q`` when not ``left``; ``Q^T`` with ``transpose``) for ``Q`` the full
+    product ``H_1 ... H_k`` of the Householder reflectors stored in ``input`` and ``tau``
+    (LAPACK's ormqr), as ``torch.ormqr``: the reflectors applied one by one, so it is
+    differentiable in all three inputs."""
+    from .._creation import eye, zeros
+    from ..ops import cat, matmul, tril, unsqueeze
+
+    A, tau, C = _t(input), _t(tau), _t(other)
+    m = C.shape[-2] if left else C.shape[-1]
+    k = tau.shape[-1]
+    if k > min(m, A.shape[-1]) or A.shape[-2] != m:
+        raise RuntimeError(f"ormqr: input {tuple(A.shape)}, tau {tuple(tau.shape)} and other "
+                           f"{tuple(C.shape)} do not fit (left={left})")
+    ncols = A.shape[-1]
+    V = tril(A, -1) + eye(m, ncols, dtype=A.dtype)
+    if ncols < m:
+        V = cat([V, zeros(*A.shape[:-2], m, m - ncols, dtype=A.dtype)], -1)
+    order = list(range(k))
+    if left != transpose:  # Q C = H_1 (... (H_k C)): the last reflector first
+        order.reverse()
+    for i in order:
+        v = V[..., :, i:i + 1]
+        t = unsqueeze(unsqueeze(tau[..., i], -1), -1)
+        if left:
+            C = C - t * matmul(v, matmul(v.mT, C))
+        else:
+            C = C - t * matmul(matmul(C, v), v.mT)
+    return C
+
+
+def svd_lowrank(A, q=6, niter=2, M=None):
+    """``(U, S, V)`` of the ``q`` largest singular triplets of ``A - M``, as
+    ``torch.svd_lowrank``; computed exactly (a thin SVD, truncated) rather than by
+    randomized subspace iteration, so ``niter`` is accepted and unused."""
+    X = _t(A) if M is None else _t(A) - M
+    q = min(6 if q is None else q, X.shape[-2], X.shape[-1])
+    U, S, Vh = decomp.svd(X, full_matrices=False)
+    return U[..., :q], S[..., :q], Vh[..., :q, :].mT
+
+
+def pca_lowrank(A, q=None, center=True, niter=2):
+    """``svd_lowrank`` of ``A`` with its columns centred (``center``), ``q`` defaulting to
+    ``min(6, m, n)``, as ``torch.pca_lowrank`` (exact, not randomized)."""
+    X = _t(A)
+    if center:
+        X = X - X.mean(-2, keepdim=True)
+    return svd_lowrank(X, q=min(6, X.shape[-2], X.shape[-1]) if q is None else q)
+
+
 def _name_errors():
     """Errors raised while these prepare their arguments name the function (as every
     public function of chainrule does)."""
@@ -402,7 +453,7 @@ def _install_methods():
             "cholesky_inverse", "triangular_solve", "lu", "lu_solve", "pinverse", "kron",
             "cross", "addmm", "addmv", "addr", "addbmm", "baddbmm", "diag_embed", "vdot",
             "matrix_power", "matrix_exp", "qr", "svd", "orgqr", "adjoint", "ger", "renorm",
-            "diagflat"]
+            "diagflat", "ormqr"]
     for name in same:
         setattr(Tensor, name, globals()[name])
     from .._inplace import update
