@@ -1263,25 +1263,25 @@ def _check_p(p, fname):
         raise ValueError(f"{fname}: dropout probability has to be between 0 and 1, but got {p}")
 
 
-def dropout2d(input, p=0.5, training=True, inplace=False):
-    """Zero whole channels (dim 1 of (N, C, H, W); dim 0 of (C, H, W)) with probability
-    ``p``, the rest scaled by ``1 / (1 - p)``, when ``training``."""
-    _check_p(p, "dropout2d")
+def _channel_dropout(input, p, training, fname, batched_ndim):
+    """Whole channels zeroed with probability ``p``, the rest scaled by ``1 / (1 - p)``."""
+    _check_p(p, fname)
     if not training or p == 0.0:
         return input
     x = _t(input)
-    keep = _channel_mask(x, p, "dropout2d", 4)
+    keep = _channel_mask(x, p, fname, batched_ndim)
     return x * wrap((keep / (1.0 - p) if p < 1 else keep * 0.0).astype(_float_dtype_of(x)))
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels (dim 1 of (N, C, H, W); dim 0 of (C, H, W)) with probability
+    ``p``, the rest scaled by ``1 / (1 - p)``, when ``training``."""
+    return _channel_dropout(input, p, training, "dropout2d", 4)
 
 
 def dropout3d(input, p=0.5, training=True, inplace=False):
     """:func:`dropout2d` for (N, C, D, H, W) or (C, D, H, W) inputs."""
-    _check_p(p, "dropout3d")
-    if not training or p == 0.0:
-        return input
-    x = _t(input)
-    keep = _channel_mask(x, p, "dropout3d", 5)
-    return x * wrap((keep / (1.0 - p) if p < 1 else keep * 0.0).astype(_float_dtype_of(x)))
+    return _channel_dropout(input, p, training, "dropout3d", 5)
 
 
 _ALPHA_PRIME = -_SELU_ALPHA * _SELU_SCALE
