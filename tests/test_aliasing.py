@@ -185,3 +185,44 @@ def test_error_texts_match_torch():
     with pytest.raises(RuntimeError) as want:
         torch.autograd.grad([tx.sum(), tx.sum()], tx, grad_outputs=[torch.tensor(1.0)])
     assert "got 2 tensors and 1 gradients" in str(want.value)
+
+
+def test_autograd_grad_results_own_their_memory():
+    """``autograd.grad`` hands out a rule's fresh result without a copy, and copies anything
+    that may alias a seed, a saved value or another result."""
+    a, b = _leaf(), _leaf((4.0, 5.0, 6.0))
+    u = cr.tensor([1.0, 2.0, 3.0])
+    ga, gb = cr.autograd.grad(a + b, (a, b), grad_outputs=u)   # both receive u itself
+    assert not np.shares_memory(ga._data, u._data) and not np.shares_memory(gb._data, u._data)
+    assert not np.shares_memory(ga._data, gb._data)
+    ga._data *= 10                                            # results are writable
+    np.testing.assert_array_equal(np.asarray(gb), [1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(np.asarray(u), [1.0, 2.0, 3.0])
+    # the same input twice: two tensors, not two names for one array
+    g1, g2 = cr.autograd.grad((a * b).sum(), (a, a))
+    assert g1 is not g2 and not np.shares_memory(g1._data, g2._data)
+    np.testing.assert_array_equal(np.asarray(g2), [4.0, 5.0, 6.0])
+    # a view of the seed (sum's VJP broadcasts it) is copied, and stays writable
+    (gs,) = cr.autograd.grad((a + 1.0).sum(), a)
+    assert gs._data.flags.writeable and gs._data.base is None
+    gs._data += 1
+    np.testing.assert_array_equal(np.asarray(gs), [2.0, 2.0, 2.0])
+    # a saved input is never handed out: the gradient of w * x with respect to w is x
+    x = cr.tensor([7.0, 8.0, 9.0])
+    (gw,) = cr.autograd.grad((a * x).sum(), a)
+    assert not np.shares_memory(gw._data, x._data)
+
+
+def test_per_sample_gradients_own_their_memory():
+    from chainrule import func
+
+    w = cr.tensor([1.0, 2.0])
+    X = cr.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    plus = func.vmap(func.grad(lambda w, x: (w + x).sum()), in_dims=(None, 0))(w, X)
+    times = func.vmap(func.grad(lambda w, x: (w * x).sum()), in_dims=(None, 0))(w, X)
+    np.testing.assert_array_equal(np.asarray(plus), np.ones((3, 2)))
+    np.testing.assert_array_equal(np.asarray(times), np.asarray(X))
+    for r in (plus, times):
+        assert r._data.flags.writeable and not np.shares_memory(r._data, X._data)
+    times._data[...] = 0
+    np.testing.assert_array_equal(np.asarray(X), [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])

@@ -30,6 +30,7 @@ Batched values (its batch axis would count as a logical dim).
 
 from __future__ import annotations
 
+import math
 import string
 import threading
 from types import SimpleNamespace
@@ -120,7 +121,7 @@ class Batched:
 
     @property
     def size(self):
-        return int(np.prod(self.data.shape[1:]))
+        return math.prod(self.data.shape[1:])
 
     @property
     def dtype(self):
@@ -265,15 +266,25 @@ def _no_tensors(other):
 
 def _binary(op):
     def forward(self, other):
+        d = self.data
         if isinstance(other, Batched):
-            n = max(self.data.ndim, other.data.ndim) - 1
+            o = other.data
+            if d.ndim == o.ndim:  # the common case: nothing to line up
+                return Batched(op(d, o))
+            n = max(d.ndim, o.ndim) - 1
             return Batched(op(_lift(self, n), _lift(other, n)))
+        c = other.__class__
+        if c is float or c is int:
+            return Batched(op(d, other))
         _no_tensors(other)
-        return Batched(op(_lift(self, np.ndim(other)), other))
+        return Batched(op(_lift(self, _ndim(other)), other))
 
     def reflected(self, other):
+        c = other.__class__
+        if c is float or c is int:
+            return Batched(op(other, self.data))
         _no_tensors(other)
-        return Batched(op(other, _lift(self, np.ndim(other))))
+        return Batched(op(other, _lift(self, _ndim(other))))
 
     return forward, reflected
 
@@ -415,6 +426,11 @@ def _axes(dim, ndim):
 
 
 def _ndim(x):
+    c = x.__class__
+    if c is float or c is int:
+        return 0
+    if c is np.ndarray:
+        return x.ndim
     return x.ndim if isinstance(x, Batched) else np.ndim(x)
 
 
@@ -515,7 +531,7 @@ def _prod_others_batched(x, dim):
 
 def _rows2d(x):
     """``x`` as a matrix (everything but the last axis, last axis)."""
-    return x.reshape(int(np.prod(x.shape[:-1])), x.shape[-1])
+    return x.reshape(math.prod(x.shape[:-1]), x.shape[-1])
 
 
 def _matmul(a, b):
@@ -534,10 +550,10 @@ def _matmul(a, b):
         raise ValueError("matmul: both operands need at least 1 dimension")
     vec_a, vec_b = na == 1, nb == 1
     if vec_a:  # (k,) -> (1, k)
-        A = np.expand_dims(A, -2)
+        A = A[..., None, :]
         na = 2
     if vec_b:  # (k,) -> (k, 1)
-        M = np.expand_dims(M, -1)
+        M = M[..., None]
         nb = 2
     n = max(na, nb)
     if ab and na < n:

@@ -103,7 +103,7 @@ def _needed(roots, targets):
 
 
 def run_backward(roots, seeds, F, *, retain_graph=False, accumulate=True, capture=None,
-                 only=None, create_graph=False, batched=False):
+                 only=None, create_graph=False, batched=False, owned=None):
     """Backpropagate ``seeds`` (arrays; Tensors with create_graph) from ``roots`` (pairs
     ``(node, output_nr)``), running the rules with namespace ``F``.
 
@@ -115,6 +115,9 @@ def run_backward(roots, seeds, F, *, retain_graph=False, accumulate=True, captur
     capture : dict ``{(node, output_nr): slot}``; the full cotangent arriving there is stored
         in the returned list at ``slot``. With ``accumulate=False`` only the nodes between
         the roots and the captured ones run.
+    owned : a set the walk fills with the slots of captured cotangents that are arrays its
+        rules made (no seed, saved value or view of one, and no other slot's array), which
+        the caller may hand out without copying.
 
     create_graph : run the rules on Tensors (``F`` is the differentiable namespace) with
         grad mode on, so the cotangents (and ``.grad``) carry a graph that can be
@@ -135,18 +138,29 @@ def run_backward(roots, seeds, F, *, retain_graph=False, accumulate=True, captur
         return _walk(roots, seeds, retain_graph, False, capture, only, F, "batched")
     if STATE.anomaly:  # ops that run now belong to a backward pass (for the messages)
         with HOOKS.in_backward():
-            return _run(roots, seeds, F, retain_graph, accumulate, capture, only, create_graph)
-    return _run(roots, seeds, F, retain_graph, accumulate, capture, only, create_graph)
+            return _run(roots, seeds, F, retain_graph, accumulate, capture, only, create_graph,
+                        owned)
+    return _run(roots, seeds, F, retain_graph, accumulate, capture, only, create_graph, owned)
 
 
-def _run(roots, seeds, F, retain_graph, accumulate, capture, only, create_graph):
+def _run(roots, seeds, F, retain_graph, accumulate, capture, only, create_graph, owned):
     if not create_graph:
-        return _walk(roots, seeds, retain_graph, accumulate, capture, only, F, "plain")
+        return _walk(roots, seeds, retain_graph, accumulate, capture, only, F, "plain", owned)
     with enable_grad():
         return _walk(roots, seeds, retain_graph, accumulate, capture, only, F, "graph")
 
 
-def _walk(roots, seeds, retain_graph, accumulate, capture, only, F, kind):
+def _made_here(ig, g):
+    """Whether the cotangent ``ig`` that a rule returned is an array the rule made: not the
+    cotangent ``g`` it was given and not a view (of a seed or a saved value). A batch of
+    cotangents (``chainrule._batched.Batched``) is judged by its stacked data."""
+    if ig.__class__ is _ndarray:
+        return ig is not g and ig.base is None
+    d = getattr(ig, "data", None)
+    return d.__class__ is _ndarray and d.base is None and d is not getattr(g, "data", None)
+
+
+def _walk(roots, seeds, retain_graph, accumulate, capture, only, F, kind, owned=None):
     """run_backward's loop. ``kind``: "plain" (cotangents are arrays), "graph" (Tensors,
     recorded) or "batched" (a batch of cotangents)."""
     graph = kind == "graph"
@@ -181,6 +195,10 @@ def _walk(roots, seeds, retain_graph, accumulate, capture, only, F, kind):
             g = _hooks_and_capture(node, g, capture_nodes, capture, captured)
             if g is not before:
                 fresh.discard(node)
+            elif owned is not None and node in fresh and id(g) not in taken \
+                    and node in capture_nodes:
+                taken.add(id(g))  # the caller may hand this capture out without a copy
+                owned.update(slot for (n, _), slot in capture.items() if n is node)
         if type(node) is OpNode:  # the common case, kept short
             if needed is not None and node not in needed:
                 continue
@@ -246,8 +264,8 @@ def _walk(roots, seeds, retain_graph, accumulate, capture, only, F, kind):
                         old = get(child)
                         if old is None:
                             buffers[child] = ig
-                            if type(child) is AccumulateGrad and is_op and ig is not g \
-                                    and plain and ig.__class__ is _ndarray and ig.base is None:
+                            if type(child) is AccumulateGrad and is_op and plain \
+                                    and _made_here(ig, g):
                                 fresh.add(child)
                         else:
                             buffers[child] = old + ig

@@ -163,7 +163,7 @@ class Op:
     __slots__ = (
         "name", "node_name", "forward", "inputs", "attrs", "vjp_rules", "jvp_rules",
         "math", "source", "nout", "out_diff", "view", "variadic", "pool", "plans", "doc",
-        "arity", "call", "kernel", "promote", "singular",
+        "arity", "call", "kernel", "promote", "singular", "pointwise",
     )
 
     def plan(self, mask):
@@ -215,7 +215,7 @@ def namespace_uses(fn, _seen=None, _globals=None):
 def defop(
     name, forward, inputs, vjp, *, attrs=(), jvp=None, math, source,
     nout=1, out_diff=None, view=False, variadic=False, node_name=None, doc=None,
-    promote=True, singular=None,
+    promote=True, singular=None, pointwise=False,
 ):
     """Declare a primitive: its forward kernel, VJP (and JVP) rules, formula and source.
 
@@ -257,6 +257,10 @@ def defop(
         True (arithmetic) when a 0-d operand beside a dimensioned one takes its dtype, as
         PyTorch's type promotion; False for an op with an index input (``cross_entropy``'s
         class target), which must keep its integer dtype.
+    pointwise : bool
+        True for a one-input op whose kernel maps each entry on its own (attrs are
+        scalars): it then runs on any array shape, so ``vmap`` runs its NumPy kernel on
+        the stacked batch as it is.
     singular : dict, optional
         ``{input_name: Singular(...)}``: where the derivative with respect to that input is
         infinite or undefined (sqrt at 0, log at 0, norm at 0, ...), the test that finds
@@ -278,6 +282,9 @@ def defop(
     op.view = view
     op.variadic = variadic
     op.promote = promote
+    if pointwise and (variadic or len(op.inputs) != 1 or nout != 1):
+        raise ValueError(f"defop({name!r}): pointwise is for one-input, one-output ops")
+    op.pointwise = pointwise
     op.math = dict(math)
     op.source = source
     op.doc = doc
@@ -359,7 +366,7 @@ def elementwise(name, forward, deriv, *, math, source, node_name=None, singular=
     return defop(
         name, forward, ("self",), {"self": rule}, jvp={"self": rule},
         math={"self": f"grad_x = grad * ({math})", "out": f"dy = dx * ({math})"},
-        source=source, node_name=node_name,
+        source=source, node_name=node_name, pointwise=True,
         singular=None if singular is None else {"self": singular},
     )
 

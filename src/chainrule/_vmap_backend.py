@@ -79,10 +79,20 @@ def _plain(x):
 
 def _elementwise(fn):
     def f(*args, **kwargs):
-        if not _any_batched(args):
+        n = -1  # the most logical dims of a batched argument
+        m = 0  # of any argument
+        for a in args:
+            k = _ndim(a)
+            if isinstance(a, Batched) and k > n:
+                n = k
+            if k > m:
+                m = k
+        if n < 0:
             return fn(*args, **kwargs)
-        n = max(_ndim(a) for a in args)
-        return VBatched(fn(*(_lift(a, n) if isinstance(a, Batched) else a for a in args),
+        if n == m and all(not isinstance(a, Batched) or a.data.ndim == n + 1 for a in args):
+            return VBatched(fn(*(a.data if isinstance(a, Batched) else a for a in args),
+                               **kwargs))
+        return VBatched(fn(*(_lift(a, m) if isinstance(a, Batched) else a for a in args),
                            **kwargs))
     return f
 
@@ -249,9 +259,18 @@ class _VmapBackend(Backend):
                          to_numpy=_no_host)
         self.xp = _LiftedNamespace(**{k: v for k, v in vars(self.xp).items()})
         self.rules = namespace
+        self._batched_kernels = {}
 
     def kernel(self, op):
+        k = self._batched_kernels.get(op.name)
+        if k is None:
+            k = self._batched_kernels[op.name] = self._batched_kernel(op)
+        return k
+
+    def _batched_kernel(self, op):
         k = super().kernel(op)
+        if op.pointwise:  # entry by entry: NumPy's kernel runs on the stacked batch as it is
+            k = _pointwise(NUMPY.kernel(op), k)
 
         def batched(*args, **kwargs):
             try:
@@ -261,6 +280,18 @@ class _VmapBackend(Backend):
             except NotImplementedError as error:  # a kernel that computes with NumPy only
                 raise NotBatchable(f"vmap: {op.name}: {error}") from None
         return batched
+
+
+def _pointwise(numpy_kernel, lifted):
+    """A pointwise op's batched kernel: its NumPy kernel on the stacked data when the
+    attrs are numbers (an array attr could broadcast into the batch axis: then ``lifted``,
+    the kernel on the lifted namespace)."""
+    def f(x, *attrs):
+        if isinstance(x, Batched) and all(a is None or isinstance(a, (int, float, np.dtype, type))
+                                          for a in attrs):
+            return VBatched(numpy_kernel(x.data, *attrs))
+        return lifted(x, *attrs)
+    return f
 
 
 def _no_host(x):

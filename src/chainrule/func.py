@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _dual, _state
+from . import _creation, _dual, _state
+from ._batched import Batched, NotBatchable, in_vmap_evaluation, user_vmap, vmap_evaluation
 from ._pytree import tree_flatten, tree_unflatten
 from ._state import STATE
 from ._tensor import Tensor, wrap
@@ -516,8 +517,6 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
     IndexError
         An out_dim is out of range (as PyTorch).
     """
-    from . import _creation
-    from ._batched import in_vmap_evaluation, user_vmap
     from .ops import stack
 
     if randomness not in ("error", "different", "same"):
@@ -626,11 +625,10 @@ def _vmap_batched(func, leaves, dims, spec, B, kwargs, out_dims):
     """``func`` evaluated once on the whole batch (tensors whose data is a batch, see
     :mod:`chainrule._vmap_backend`); None when some op met has no batched version (then
     vmap evaluates once per sample)."""
-    from . import _creation
-    from ._batched import Batched, NotBatchable, vmap_evaluation
     from ._vmap_backend import VBatched
 
-    args = [x if d is None else wrap(VBatched(np.moveaxis(x._data, d % x.ndim, 0)))
+    args = [x if d is None else wrap(VBatched(x._data if d % x.ndim == 0 else
+                                              np.moveaxis(x._data, d % x.ndim, 0)))
             for x, d in zip(leaves, dims)]
     saved = _creation.default_generator
     _creation.default_generator = _NoRandomness()
@@ -659,7 +657,8 @@ def _vmap_batched(func, leaves, dims, spec, B, kwargs, out_dims):
                 raise IndexError(f"vmap: Dimension out of range (expected to be in range of "
                                  f"[{-(o.ndim + 1)}, {o.ndim}], but got {d}) for out_dims of "
                                  f"output leaf {k}")
-            stacked.append(wrap(np.ascontiguousarray(np.moveaxis(rows, 0, d % (o.ndim + 1)))))
+            d %= o.ndim + 1
+            stacked.append(wrap(np.ascontiguousarray(rows if d == 0 else np.moveaxis(rows, 0, d))))
         return tree_unflatten(stacked, out_spec)
     except NotBatchable:
         return None

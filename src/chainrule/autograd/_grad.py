@@ -42,9 +42,12 @@ def _namespace(create_graph, outputs=()):
     return differentiable() if create_graph else RAW
 
 
-def _host(g, like):
+def _host(g, like, owned=False):
     """A fresh array of ``like``'s dtype holding ``g`` (on ``like``'s backend; a batch of
-    gradients inside vmap stays a batch)."""
+    gradients inside vmap stays a batch). ``owned``: ``g`` is an array nothing else holds
+    (see ``run_backward(owned=)``), returned as it is when its dtype is right."""
+    if owned and g.dtype == like.dtype:
+        return g
     if like.__class__ is np.ndarray and (g.__class__ is np.ndarray or
                                          isinstance(g, (np.generic, float, int))):
         return np.array(g, dtype=like.dtype)
@@ -170,12 +173,15 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
             raise RuntimeError(f"One of the differentiated Tensors (input {i}) does not "
                                "require grad")
         capture.setdefault(edge(t), i)
+    owned = set()
     captured = run_backward(roots, seeds, _namespace(create_graph, outputs),
                             retain_graph=bool(retain_graph or create_graph),
-                            accumulate=False, capture=capture, create_graph=create_graph)
+                            accumulate=False, capture=capture, create_graph=create_graph,
+                            owned=owned)
     result = []
     for i, t in enumerate(inputs_t):
-        g = captured[capture[edge(t)]]
+        slot = capture[edge(t)]
+        g = captured[slot]
         if g is None:
             if materialize_grads:
                 result.append(wrap(np.zeros_like(t._data) if t._data.__class__ is np.ndarray
@@ -191,7 +197,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         elif create_graph:
             result.append(g if g.dtype == t.dtype else g.to(t.dtype))
         else:
-            result.append(wrap(_host(g, t._data)))
+            result.append(wrap(_host(g, t._data, slot in owned)))
+            owned.discard(slot)  # an input listed twice gets its own copy the second time
     return tuple(result)
 
 

@@ -210,12 +210,14 @@ NEG = defop(
     "neg", "negative", ("self",),
     vjp={"self": lambda F, g: -g}, jvp={"self": lambda F, t: -t},
     math={"self": "grad_x = -grad", "out": "dy = -dx"}, source=CALCULUS,
+    pointwise=True,
 )
 SIGN = defop(
     "sign", "sign", ("self",),
     vjp={"self": lambda F, g: F.zeros_like(g)}, jvp={"self": lambda F, t: F.zeros_like(t)},
     math={"self": "grad_x = 0", "out": "dy = 0"},
     source="sign is piecewise constant; 0 everywhere as in PyTorch",
+    pointwise=True,
 )
 ABS = elementwise("abs", "abs", lambda F, self: F.sign(F.where(self == self, self, 0.0)),
                   math="sign(x)  (0 at x = 0 and at NaN)",
@@ -251,6 +253,7 @@ RELU = defop(
     math={"self": "grad_x = grad * [x > 0]  (1 at NaN)", "out": "dy = dx * [x > 0]"},
     source=CALCULUS + "; subgradient 0 at x = 0 and NaN passing the gradient, as PyTorch's "
            "threshold_backward",
+    pointwise=True,
 )
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 ERF = elementwise("erf", "erf", lambda F, self: _TWO_OVER_SQRT_PI * F.exp(-self * self),
@@ -278,6 +281,7 @@ SOFTPLUS = defop(
     math={"self": "grad_x = grad * sigmoid(beta x)  (grad where beta x > threshold)",
           "out": "dy = sigmoid(beta x) dx"},
     source=CALCULUS + "; linear above the threshold as in torch.nn.functional.softplus",
+    pointwise=True,
 )
 
 
@@ -297,6 +301,7 @@ CLAMP = defop(
     jvp={"self": lambda F, t, self, min, max: t * _mask(F, _clamp_mask(self, min, max), t)},
     math={"self": "grad_x = grad * [min <= x <= max]", "out": "dy = [min <= x <= max] dx"},
     source=CALCULUS + "; boundaries pass the gradient as in PyTorch",
+    pointwise=True,
 )
 
 
@@ -332,11 +337,13 @@ TO_COPY = defop(
     jvp={"self": lambda F, t, dtype: F.cast(t, dtype)},
     math={"self": "grad_x = grad, cast back to x's dtype", "out": "dy = dx, cast to dtype"},
     source="a dtype conversion is the identity map up to rounding",
+    pointwise=True,
 )
 CLONE = defop(
     "clone", xp_kernel(lambda xp, x: xp.asarray(x, copy=True)), ("self",),
     vjp={"self": lambda F, g: g}, jvp={"self": lambda F, t: t},
     math={"self": "grad_x = grad", "out": "dy = dx"}, source="the identity map",
+    pointwise=True,
 )
 
 
