@@ -246,6 +246,31 @@ def test_autograd_grad_wrt_nonleaf_intermediate():
     assert x.grad is None
 
 
+def test_autograd_grad_runs_only_nodes_leading_to_its_inputs():
+    """Nodes on no path to an input never run: a branch to another leaf whose graph was
+    freed does not raise, and hooks there are not called. With every leaf an input,
+    everything runs."""
+    x, z = leaf([1.0, 2.0]), leaf([3.0, 4.0])
+    calls = []
+    b = z * 2
+    b.register_hook(lambda g: calls.append("b"))
+    y = (x * b).sum() + (x * x).sum()
+    (gx,) = autograd.grad(y, x, retain_graph=True)
+    np.testing.assert_allclose(arr(gx), 2 * arr(z) + 2 * arr(x))
+    assert calls == []
+    gx2, gz = autograd.grad(y, (x, z))
+    np.testing.assert_allclose(arr(gx2), arr(gx))
+    np.testing.assert_allclose(arr(gz), 2 * arr(x))
+    assert calls == ["b"]
+    # a branch through a freed graph: not needed for x, so grad still works
+    x2, z2 = leaf([1.0, 2.0]), leaf([3.0, 4.0])
+    c = (z2 * z2).sum()
+    y2 = (x2 * 5).sum() + c
+    c.backward(retain_graph=False)
+    (gx3,) = autograd.grad(y2, x2)
+    np.testing.assert_allclose(arr(gx3), [5.0, 5.0])
+
+
 def test_autograd_grad_of_output_not_requiring_grad_raises():
     x = leaf([1.0])
     with pytest.raises(RuntimeError, match="does not require grad"):

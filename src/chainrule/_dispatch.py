@@ -274,8 +274,13 @@ def _common_backend(op, inputs, datas, arrays, mask):
     constant (not requiring grad) beside Dask data joins Dask, as both compute on the CPU
     (PyTorch mixes tensors of one device); any other mix of backends or devices raises,
     naming both."""
-    lazy = next((b for _, b in arrays if b.lazy), None)
-    batched = any(b.name == "vmap" for _, b in arrays)
+    lazy = None
+    batched = False
+    for _, b in arrays:
+        if b.lazy:
+            lazy = b
+        elif b.name == "vmap":
+            batched = True
     backend = first = None
     for i, b in arrays:
         d = datas[i]
@@ -315,20 +320,33 @@ def _foreign(op, inputs, attrs):
     arrays = []  # (index, backend) of each array input
     mask = 0
     for i, x in enumerate(inputs):
-        d = x._data if isinstance(x, Tensor) else x
+        if isinstance(x, Tensor):
+            d = x._data
+            grad = x._requires_grad
+            if grad:
+                mask |= 1 << i
+        else:
+            d, grad = x, False
+        c = d.__class__
+        if c in _PY_SCALARS or d is None:
+            datas.append(d)
+            continue
         if isinstance(d, _generic):  # a NumPy scalar: a tensor's 0-d data, or a constant
-            d = _asarray(d) if isinstance(x, Tensor) else d.item()
-        if d.__class__ is _ndarray and d.ndim == 0 and not (
-                isinstance(x, Tensor) and x._requires_grad):
-            d = d.item()  # a 0-d NumPy constant mixes with any backend, as PyTorch's 0-dim
-            #               CPU tensors do with CUDA tensors (by category: a Python number)
-        if d.__class__ not in _PY_SCALARS and d is not None:
+            d = _asarray(d) if x is not d else d.item()
+            c = d.__class__
+        if c is _ndarray:
+            if d.ndim == 0 and not grad:
+                d = d.item()  # a 0-d NumPy constant mixes with any backend, as PyTorch's
+                #               0-dim CPU tensors do with CUDA tensors (a Python number)
+                if d.__class__ not in _PY_SCALARS:  # complex
+                    arrays.append((i, NUMPY))
+            else:
+                arrays.append((i, NUMPY))
+        elif c not in _PY_SCALARS:
             try:
                 arrays.append((i, backend_of(d)))
             except TypeError:  # no array (a str, a list): NumPy's kernel says what is wrong
                 arrays.append((i, NUMPY))
-        if isinstance(x, Tensor) and x._requires_grad:
-            mask |= 1 << i
         datas.append(d)
     backend = _common_backend(op, inputs, datas, arrays, mask)
     kernel = op.forward if backend is None or backend is NUMPY else backend.kernel(op)

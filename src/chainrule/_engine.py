@@ -56,16 +56,23 @@ def sum_to(g, shape, F=RAW):
 _node.ENGINE.sum_to = sum_to  # Node.__call__ (grad_fn(g)) sums back to input shapes too
 
 
-def _dependencies(roots):
-    """For each node reachable from ``roots``: the number of edges pointing at it."""
+def _dependencies(roots, targets=()):
+    """For each node reachable from ``roots``: the number of edges pointing at it; and
+    whether every sink (a node with no inputs to pass cotangents to, such as a leaf's
+    AccumulateGrad) is in ``targets``, in which case every node reachable leads to a
+    target."""
     deps = {}
     get = deps.get
     root_set = set(roots)
     stack = list(roots)
     push, pop = stack.append, stack.pop
+    sinks_targeted = True
     while stack:
-        for child, _ in pop().next_functions:
+        node = pop()
+        sink = True
+        for child, _ in node.next_functions:
             if child is not None:
+                sink = False
                 count = get(child)
                 if count is None:
                     deps[child] = 1
@@ -73,7 +80,9 @@ def _dependencies(roots):
                         push(child)
                 else:
                     deps[child] = count + 1
-    return deps
+        if sink and sinks_targeted and node not in targets:
+            sinks_targeted = False
+    return deps, sinks_targeted
 
 
 def _needed(roots, targets):
@@ -168,13 +177,15 @@ def _walk(roots, seeds, retain_graph, accumulate, capture, only, F, kind, owned=
     batched_ns = F if kind == "batched" else None
     check_node = HOOKS.check_node if STATE.anomaly else None  # detect_anomaly()
     root_nodes = list(dict.fromkeys(node for node, _ in roots))
-    deps = _dependencies(root_nodes)
+    capture_nodes = {node for node, _ in capture} if capture else ()
+    deps, sinks_targeted = _dependencies(root_nodes, capture_nodes)
     buffers = {}
     for (node, nr), seed in zip(roots, seeds):
         _add(buffers, node, nr, seed)
     captured = [None] * (max(capture.values()) + 1 if capture else 0)
-    capture_nodes = {node for node, _ in capture} if capture else ()
-    needed = _needed(root_nodes, capture_nodes) if capture and not accumulate else None
+    # Only the nodes on a path to a captured one run (none to prune when every sink is one)
+    needed = _needed(root_nodes, capture_nodes) if capture and not accumulate \
+        and not sinks_targeted else None
     ready = [n for n in root_nodes if deps.get(n, 0) == 0]
     pop = buffers.pop
     # Leaves whose buffered cotangent is a fresh array made by this walk (a rule's result
@@ -188,6 +199,8 @@ def _walk(roots, seeds, retain_graph, accumulate, capture, only, F, kind, owned=
     while ready:
         node = take()
         g = pop(node, None)
+        if needed is not None and node not in needed:
+            continue  # on no path to a captured node: it does not run, nor do its hooks
         if node.pre_hooks or node in capture_nodes:
             if node.pre_hooks and batched_ns is not None:
                 raise Unbatchable(_unbatchable(node, "has a hook"))
@@ -200,8 +213,6 @@ def _walk(roots, seeds, retain_graph, accumulate, capture, only, F, kind, owned=
                 taken.add(id(g))  # the caller may hand this capture out without a copy
                 owned.update(slot for (n, _), slot in capture.items() if n is node)
         if type(node) is OpNode:  # the common case, kept short
-            if needed is not None and node not in needed:
-                continue
             saved = node.saved
             if g is None:
                 input_grads = None
@@ -235,8 +246,6 @@ def _walk(roots, seeds, retain_graph, accumulate, capture, only, F, kind, owned=
                     _accumulate(node.variable, g, owned)
             continue
         else:  # several outputs, or a custom Function
-            if needed is not None and node not in needed:
-                continue
             if g is None or (node.nout != 1 and all(x is None for x in g)):
                 input_grads = None
             else:
