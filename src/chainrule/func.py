@@ -462,7 +462,13 @@ def _dims_for(dims, tree, what):
         return [dims] * len(tree_flatten(tree)[0])
     if isinstance(dims, (tuple, list)) and isinstance(tree, (tuple, list)) \
             and len(dims) == len(tree):
-        return [d for sub_d, sub_t in zip(dims, tree) for d in _dims_for(sub_d, sub_t, what)]
+        out = []
+        for sub_d, sub_t in zip(dims, tree):
+            if isinstance(sub_t, Tensor) and (sub_d is None or sub_d.__class__ is int):
+                out.append(sub_d)  # the common case: one tensor, one dim
+            else:
+                out += _dims_for(sub_d, sub_t, what)
+        return out
     if isinstance(dims, dict) and isinstance(tree, dict) and set(dims) == set(tree):
         return [d for k in tree for d in _dims_for(dims[k], tree[k], what)]
     raise ValueError(f"vmap: {what}={dims!r} does not match the structure of the "
