@@ -79,20 +79,23 @@ def _plain(x):
 
 def _elementwise(fn):
     def f(*args, **kwargs):
-        n = -1  # the most logical dims of a batched argument
-        m = 0  # of any argument
+        top = 0  # the most logical dims of any argument
+        low = None  # the fewest of a batched one
         for a in args:
-            k = _ndim(a)
-            if isinstance(a, Batched) and k > n:
-                n = k
-            if k > m:
-                m = k
-        if n < 0:
+            if isinstance(a, Batched):
+                k = a.ndim
+                if low is None or k < low:
+                    low = k
+            else:
+                k = _ndim(a)
+            if k > top:
+                top = k
+        if low is None:
             return fn(*args, **kwargs)
-        if n == m and all(not isinstance(a, Batched) or a.data.ndim == n + 1 for a in args):
+        if low == top:  # every batched argument has the most dims: nothing to line up
             return VBatched(fn(*(a.data if isinstance(a, Batched) else a for a in args),
                                **kwargs))
-        return VBatched(fn(*(_lift(a, m) if isinstance(a, Batched) else a for a in args),
+        return VBatched(fn(*(_lift(a, top) if isinstance(a, Batched) else a for a in args),
                            **kwargs))
     return f
 
