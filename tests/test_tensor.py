@@ -639,3 +639,32 @@ def test_ndarray_matmul_tensor():
     assert isinstance(r, cr.Tensor)
     np.testing.assert_allclose(r.numpy(), a @ t.numpy())
 
+
+
+def test_every_method_of_a_0d_tensor_gives_array_data():
+    """NumPy returns scalars for 0-d results; a tensor's data is always an array (a NumPy
+    scalar has no in-place ops and breaks the rules that cast it: hessian of relu at a 0-d
+    point raised)."""
+    import warnings
+
+    found = []
+    t = cr.tensor(0.7)
+    names = [n for n in dir(cr.Tensor) if not n.startswith("_") and not n.endswith("_")]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for name in names + ["__invert__", "__neg__", "__abs__"]:
+            try:
+                attr = getattr(t if name != "__invert__" else t > 0, name)
+                out = attr() if callable(attr) else attr
+            except Exception:  # a method that needs arguments
+                continue
+            for r in out if isinstance(out, tuple) else (out,):
+                if isinstance(r, cr.Tensor):
+                    found.append(name)
+                    assert isinstance(r._data, np.ndarray), (name, type(r._data))
+    assert {"any", "all", "count_nonzero", "frexp", "__invert__", "sum"} <= set(found)
+    from chainrule import func
+
+    x = np.array([0.5, -1.0, 2.0])
+    h = func.hessian(lambda w: (cr.tensor(x) @ w).relu())(cr.tensor([1.0, 1.0, 1.0]))
+    np.testing.assert_array_equal(np.asarray(h), np.zeros((3, 3)))  # relu'' = 0 off the kink

@@ -10,6 +10,8 @@ import numpy as np
 
 from .backend import backend_of, device, dtype_kind
 
+_ndarray, _generic, _asarray = np.ndarray, np.generic, np.asarray
+
 _FLOAT_KINDS = "f"
 
 
@@ -46,7 +48,10 @@ _CPU = device("cpu")
 
 
 def wrap(data, requires_grad=False):
-    """Wrap an array (no copy) in a new Tensor with no history."""
+    """Wrap an array (no copy) in a new Tensor with no history. A NumPy scalar (what NumPy
+    returns for a 0-d result) becomes a 0-d array, so a tensor's data is always an array."""
+    if data.__class__ is not _ndarray and isinstance(data, _generic):
+        data = _asarray(data)
     return _fill(object.__new__(Tensor), data, requires_grad=requires_grad)
 
 
