@@ -104,7 +104,8 @@ def test_code_blocks_run(path, monkeypatch):
 
     monkeypatch.chdir(ROOT)
     # Pages call cr.manual_seed: give the global generator back to the tests that follow.
-    monkeypatch.setattr(creation, "default_generator", creation.default_generator)
+    monkeypatch.setattr(creation, "default_generator",
+                        creation.Generator().set_state(creation.default_generator.get_state()))
     name = str(path.relative_to(ROOT))
     namespace = {"__name__": f"__docs_{path.stem.replace('-', '_')}__"}
     for index, line, code, run in code_blocks(path.read_text(encoding="utf-8")):

@@ -357,3 +357,58 @@ def test_vmap_chunk_size_maps_a_chunk_at_a_time():
     g = vmap(grad(lambda x: (x ** 3).sum()), chunk_size=2)(cr.tensor(X))
     np.testing.assert_allclose(g.numpy(), 3 * X ** 2)  # d sum(x^3) = 3x^2
 
+
+
+def test_model_ensembling_with_stack_module_state():
+    """PyTorch's model-ensembling recipe in our own words: stack the parameters of several
+    models, move a copy of one to "meta", and vmap functional_call over the stack."""
+    import copy
+
+    from chainrule import nn
+
+    cr.manual_seed(0)
+    models = [nn.Sequential(nn.Linear(4, 5), nn.ReLU(), nn.Linear(5, 2)) for _ in range(3)]
+    params, buffers = F.stack_module_state(models)
+    assert list(params) == ["0.weight", "0.bias", "2.weight", "2.bias"] and buffers == {}
+    assert params["0.weight"].shape == (3, 5, 4)
+    assert params["0.weight"].is_leaf and params["0.weight"].requires_grad
+    base = copy.deepcopy(models[0]).to("meta")
+    assert np.isnan(np.asarray(base[0].weight.detach())).all()   # no model's numbers there
+
+    def fmodel(p, b, x):
+        return F.functional_call(base, (p, b), (x,))
+
+    data = cr.randn(3, 6, 4)
+    out = F.vmap(fmodel)(params, buffers, data)
+    for i, m in enumerate(models):
+        np.testing.assert_allclose(np.asarray(out[i]), np.asarray(m(data[i])), rtol=1e-12)
+    same = F.vmap(fmodel, in_dims=(0, 0, None))(params, buffers, data[0])
+    for i, m in enumerate(models):
+        np.testing.assert_allclose(np.asarray(same[i]), np.asarray(m(data[0])), rtol=1e-12)
+    out.sum().backward()                  # the stacked parameters are leaves of their own
+    np.testing.assert_allclose(np.asarray(params["2.bias"].grad), np.full((3, 2), 6.0))
+    assert models[0][2].bias.grad is None
+    with pytest.raises(RuntimeError, match="same class"):
+        F.stack_module_state([nn.Linear(2, 2), nn.Tanh()])
+    with pytest.raises(RuntimeError, match="at least one model"):
+        F.stack_module_state([])
+    models[1].eval()
+    with pytest.raises(RuntimeError, match="training/eval mode"):
+        F.stack_module_state(models)
+
+
+def test_batch_norm_without_running_stats_and_identity_transforms():
+    from chainrule import nn
+
+    net = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4))
+    assert F.replace_all_batch_norm_modules_(net) is net
+    bn = net[1]
+    assert bn.running_mean is None and bn.running_var is None and not bn.track_running_stats
+    x = cr.randn(5, 3)
+    y = net(x)                            # batch statistics: each column has mean 0
+    np.testing.assert_allclose(np.asarray(y.detach()).mean(0), np.zeros(4), atol=1e-12)
+    f = lambda t: t.sin()                 # noqa: E731
+    assert F.functionalize(f) is f
+    with pytest.raises(ValueError, match="remove"):
+        F.functionalize(f, remove="views")
+    assert F.debug_unwrap(x) is x

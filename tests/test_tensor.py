@@ -668,3 +668,50 @@ def test_every_method_of_a_0d_tensor_gives_array_data():
     x = np.array([0.5, -1.0, 2.0])
     h = func.hessian(lambda w: (cr.tensor(x) @ w).relu())(cr.tensor([1.0, 1.0, 1.0]))
     np.testing.assert_array_equal(np.asarray(h), np.zeros((3, 3)))  # relu'' = 0 off the kink
+
+
+def test_randint_overloads_as_pytorch():
+    """``randint(high, size)``, ``randint(low, high, size)``, keywords; ``randint(10, (5,))``
+    used to read 10 as low and the size as high."""
+    cr.manual_seed(0)
+    a = cr.randint(10, (500,))
+    assert a.shape == (500,) and a.dtype == np.int64
+    assert a.numpy().min() >= 0 and a.numpy().max() <= 9 and len(np.unique(a.numpy())) == 10
+    b = cr.randint(3, 6, (2, 300))
+    assert b.shape == (2, 300) and set(np.unique(b.numpy())) == {3, 4, 5}
+    c = cr.randint(low=-2, high=0, size=(50,), dtype=cr.float32)
+    assert c.dtype == np.float32 and set(np.unique(c.numpy())) == {-2.0, -1.0}
+    assert cr.randint(4, size=(3,)).shape == (3,)
+    with pytest.raises(TypeError, match="randint.*size"):
+        cr.randint(10)
+    with pytest.raises(RuntimeError, match="randint: expects 'from' to be less than 'to'"):
+        cr.randint(5, 5, (2,))
+    like = cr.randint_like(cr.zeros(4, 3, dtype=cr.float32), 2, 4)
+    assert like.shape == (4, 3) and like.dtype == np.float32
+    assert set(np.unique(like.numpy())) <= {2.0, 3.0}
+    p = cr.randperm(8)
+    assert p.dtype == np.int64 and sorted(p.numpy().tolist()) == list(range(8))
+
+
+def test_generator_seeds_in_place_and_feeds_every_sampler():
+    g = cr.Generator().manual_seed(7)
+    assert g.initial_seed() == 7
+    first = (cr.rand(3, generator=g), cr.randn(2, generator=g), cr.randint(9, (4,), generator=g),
+             cr.randperm(5, generator=g))
+    g.manual_seed(7)
+    again = (cr.rand(3, generator=g), cr.randn(2, generator=g), cr.randint(9, (4,), generator=g),
+             cr.randperm(5, generator=g))
+    for x, y in zip(first, again):
+        np.testing.assert_array_equal(x.numpy(), y.numpy())
+    state = g.get_state()
+    u = cr.rand(4, generator=g)
+    g.set_state(state)
+    np.testing.assert_array_equal(cr.rand(4, generator=g).numpy(), u.numpy())
+    # manual_seed reseeds the one default generator, so a reference to it stays live
+    gen = cr.manual_seed(3)
+    assert gen is cr.default_generator and cr.initial_seed() == 3
+    x = cr.rand(2)
+    cr.manual_seed(3)
+    np.testing.assert_array_equal(cr.default_generator.random(2), x.numpy())
+    with pytest.raises(RuntimeError, match="Generator"):
+        cr.Generator(device="cuda:7")

@@ -18,7 +18,8 @@ from .backend import device as _device
 
 __all__ = ["tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "eye",
            "arange", "linspace", "zeros_like", "ones_like", "full_like", "empty_like", "rand",
-           "randn", "randint", "rand_like", "randn_like", "manual_seed", "default_generator",
+           "randn", "randint", "rand_like", "randn_like", "randint_like", "randperm",
+           "manual_seed", "default_generator", "Generator", "initial_seed", "seed",
            "set_default_dtype", "get_default_dtype", "from_dlpack", "compute"]
 
 _DEFAULT_FLOAT = [np.dtype(np.float64)]
@@ -78,14 +79,65 @@ def _foreign(data):
     return not isinstance(data, (np.ndarray, np.generic, list, tuple, float, int, bool,
                                  complex)) and hasattr(data, "shape") and hasattr(data, "dtype")
 
-default_generator = np.random.default_rng(0)
+class Generator(np.random.Generator):
+    """``torch.Generator``: a NumPy Generator (PCG64) with PyTorch's seeding methods. Pass
+    it as ``generator=`` to rand, randn, randint, randperm, bernoulli, normal, DataLoader
+    and random_split; it is a NumPy Generator too (``g.random(3)``).
+
+    Raises RuntimeError for a device other than the CPU.
+    """
+
+    def __init__(self, device="cpu"):
+        if _check_device(device, "Generator") is not None:
+            raise RuntimeError(f"Generator: only CPU generators exist here, got device "
+                               f"{str(device)!r}")
+        self._initial_seed = 67280421310721  # PyTorch's default seed
+        super().__init__(np.random.PCG64(self._initial_seed))
+
+    device = _device("cpu")
+
+    def manual_seed(self, seed):
+        """Reseed in place; returns the generator."""
+        self._initial_seed = int(seed)
+        self.bit_generator.state = np.random.PCG64(self._initial_seed).state
+        return self
+
+    def initial_seed(self):
+        """The seed last given (or the default one)."""
+        return self._initial_seed
+
+    def seed(self):
+        """Reseed from fresh entropy; returns the seed."""
+        self.manual_seed(np.random.SeedSequence().entropy % 2 ** 63)
+        return self._initial_seed
+
+    def get_state(self):
+        """A copy of the bit generator's state (a dict here, not a byte tensor)."""
+        return dict(self.bit_generator.state)
+
+    def set_state(self, new_state):
+        """Restore a state from :meth:`get_state`; returns the generator."""
+        self.bit_generator.state = new_state
+        return self
+
+
+default_generator = Generator().manual_seed(0)
 
 
 def manual_seed(seed):
-    """Seed the generator behind rand, randn and randint (NumPy's PCG64)."""
-    global default_generator
-    default_generator = np.random.default_rng(seed)
-    return default_generator
+    """Seed the generator behind rand, randn, randint, ... in place (NumPy's PCG64);
+    returns it (``chainrule.default_generator``)."""
+    return default_generator.manual_seed(seed)
+
+
+def initial_seed():
+    """The seed of the default generator."""
+    return default_generator.initial_seed()
+
+
+def seed():
+    """Reseed the default generator from fresh entropy; returns the seed."""
+    return default_generator.seed()
 
 
 def _make(data, requires_grad, device=None):
@@ -267,42 +319,107 @@ def full_like(input, fill_value, dtype=None, requires_grad=False):
     return _make(np.full_like(np.asarray(data), fill_value, dtype=dtype), requires_grad)
 
 
+def _generator(generator):
+    return default_generator if generator is None else generator
+
+
 def _sample(op, draw, size, dtype, device, requires_grad, kwargs):
     _check_device(device, op)
     shape = _shape(size, kwargs.pop("size", None))
+    rng = _generator(kwargs.pop("generator", None))
     _no_extra(kwargs, op)
-    data = _float_default(draw(default_generator, shape), dtype)
-    return _make(data if dtype is None else data.astype(dtype), requires_grad, device)
+    data = _float_default(draw(rng, shape), dtype)
+    return _make(data if dtype is None else data.astype(_np_dtype(dtype)), requires_grad, device)
 
 
 def rand(*size, dtype=None, device=None, requires_grad=False, **kwargs):
     """Uniform samples in [0, 1) of shape ``size`` (the default float dtype unless
-    ``dtype``)."""
+    ``dtype``), from ``generator=`` or the default generator."""
     return _sample("rand", lambda g, s: g.random(s), size, dtype, device, requires_grad,
                    kwargs)
 
 
 def randn(*size, dtype=None, device=None, requires_grad=False, **kwargs):
     """Standard normal samples of shape ``size`` (the default float dtype unless
-    ``dtype``)."""
+    ``dtype``), from ``generator=`` or the default generator."""
     return _sample("randn", lambda g, s: g.standard_normal(s), size, dtype, device,
                    requires_grad, kwargs)
 
 
-def randint(low, high=None, size=(), dtype=None):
-    """Random integers in ``[low, high)`` (``[0, low)`` when ``high`` is omitted)."""
+def _integers(op, low, high, size, generator, dtype, device, requires_grad):
+    _check_device(device, op)
+    if not low < high:
+        raise RuntimeError(f"{op}: expects 'from' to be less than 'to', but got from={low} "
+                           f">= to={high}")
+    data = _generator(generator).integers(low, high, size=tuple(size), dtype=np.int64)
+    return _make(data if dtype is None else data.astype(_np_dtype(dtype)), requires_grad,
+                 device)
+
+
+@name_errors
+def randint(*args, size=None, generator=None, dtype=None, device=None, requires_grad=False,
+            low=None, high=None):
+    """Random integers in ``[low, high)``, PyTorch's overloads: ``randint(high, size)`` and
+    ``randint(low, high, size)`` (``size`` a tuple, positional or ``size=``; ``low``/``high``
+    as keywords too). int64 unless ``dtype``.
+
+    Raises TypeError without a size, RuntimeError when ``low >= high``.
+    """
+    args = list(args)
+    if size is None:
+        if not args or not isinstance(args[-1], (tuple, list)):
+            raise TypeError("randint() missing required argument 'size' (a tuple, such as "
+                            "randint(10, (3,)))")
+        size = args.pop()
+    low, high = _bounds("randint", args, low, high)
+    return _integers("randint", low, high, size, generator, dtype, device, requires_grad)
+
+
+def _bounds(op, args, low, high):
+    """``(low, high)`` from PyTorch's ``(high)`` / ``(low, high)`` positional forms and the
+    keywords."""
+    if len(args) > 2:
+        raise TypeError(f"{op}() takes high, or low and high; got {len(args)} numbers")
+    if len(args) == 2:
+        low, high = args
+    elif len(args) == 1:
+        if high is None:
+            high = args[0]
+        else:
+            low = args[0]
     if high is None:
-        low, high = 0, low
-    return wrap(default_generator.integers(low, high, size=tuple(size), dtype=dtype or np.int64))
+        raise TypeError(f"{op}() missing required argument 'high'")
+    return 0 if low is None else low, high
 
 
 @name_errors
-def rand_like(input, dtype=None, requires_grad=False):
+def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False):
+    """A random permutation of ``0 .. n-1`` (int64 unless ``dtype``)."""
+    _check_device(device, "randperm")
+    data = _generator(generator).permutation(int(n))
+    return _make(data if dtype is None else data.astype(_np_dtype(dtype)), requires_grad,
+                 device)
+
+
+@name_errors
+def rand_like(input, dtype=None, device=None, requires_grad=False, generator=None):
     """Uniform samples of ``input``'s shape and dtype."""
-    return rand(*input.shape, dtype=dtype or input.dtype, requires_grad=requires_grad)
+    return rand(*input.shape, dtype=dtype or input.dtype, device=device,
+                requires_grad=requires_grad, generator=generator)
 
 
 @name_errors
-def randn_like(input, dtype=None, requires_grad=False):
+def randn_like(input, dtype=None, device=None, requires_grad=False, generator=None):
     """Standard normal samples of ``input``'s shape and dtype."""
-    return randn(*input.shape, dtype=dtype or input.dtype, requires_grad=requires_grad)
+    return randn(*input.shape, dtype=dtype or input.dtype, device=device,
+                 requires_grad=requires_grad, generator=generator)
+
+
+@name_errors
+def randint_like(input, *args, low=None, high=None, dtype=None, device=None,
+                 requires_grad=False, generator=None):
+    """Random integers in ``[low, high)`` of ``input``'s shape and dtype:
+    ``randint_like(input, high)`` or ``randint_like(input, low, high)``."""
+    low, high = _bounds("randint_like", args, low, high)
+    return _integers("randint_like", low, high, input.shape, generator, dtype or input.dtype,
+                     device, requires_grad)

@@ -25,7 +25,8 @@ from .autograd import forward_ad as fwAD
 from .autograd import grad as _autograd_grad
 
 __all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "hvp", "vmap",
-           "linearize", "functional_call"]
+           "linearize", "functional_call", "stack_module_state", "replace_all_batch_norm_modules_",
+           "functionalize", "debug_unwrap"]
 
 
 def _as_tensor(x):
@@ -695,3 +696,45 @@ def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, 
 
     return _functional_call(module, parameter_and_buffer_dicts, args, kwargs,
                             tie_weights=tie_weights, strict=strict)
+
+
+def stack_module_state(models):
+    """``(params, buffers)``: the parameters and buffers of ``models`` (modules of one class,
+    in one training mode) stacked along a new leading dim, keyed by dotted name, for
+    ``vmap`` over ``functional_call`` (model ensembling; ``torch.func.stack_module_state``).
+    The stacked parameters are new leaves that require grad when the models' do.
+
+    Raises RuntimeError for no models, mixed classes or modes, or a parameter that requires
+    grad in some models only."""
+    from .nn._functional_call import stack_module_state as _stack
+
+    return _stack(models)
+
+
+def replace_all_batch_norm_modules_(root):
+    """Batch-norm modules of ``root`` without running statistics, for ``vmap``
+    (``torch.func.replace_all_batch_norm_modules_``)."""
+    from .nn._functional_call import replace_all_batch_norm_modules_ as _replace
+
+    return _replace(root)
+
+
+def functionalize(func, *, remove="mutations"):
+    """``func`` itself: ``torch.func.functionalize`` removes in-place updates for its
+    compilers, and chainrule's transforms already run functions that update tensors in
+    place (their views and saved values are tracked), with the same results.
+
+    Raises ValueError for a ``remove`` other than "mutations" or
+    "mutations_and_views".
+    """
+    if remove not in ("mutations", "mutations_and_views"):
+        raise ValueError(f"functionalize: remove must be 'mutations' or "
+                         f"'mutations_and_views', got {remove!r}")
+    return func
+
+
+def debug_unwrap(tensor, *, recurse=True):
+    """``tensor`` itself: chainrule's transforms do not wrap tensors in levels of wrapper
+    tensors (``torch.func.debug_unwrap`` undoes those). Inside ``vmap`` a tensor shows one
+    sample's shape either way."""
+    return tensor

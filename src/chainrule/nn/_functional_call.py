@@ -131,3 +131,53 @@ def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, 
 
 
 _MISSING = object()
+
+
+def stack_module_state(models):
+    """``(params, buffers)``: the parameters and buffers of ``models`` (modules of one
+    class, in one training mode) stacked along a new leading dim, in dicts keyed by their
+    dotted names, for ``func.vmap`` over ``func.functional_call`` (model ensembling). The
+    stacked parameters are new leaves that require grad (when the models' do), unrelated to
+    the models' own, so an optimizer can take them (``torch.func.stack_module_state``).
+
+    Raises RuntimeError for no models, mixed classes or mixed training modes, and for a
+    parameter that requires grad in some models only.
+    """
+    from ..ops import stack
+
+    models = list(models)
+    if not models:
+        raise RuntimeError("stack_module_state: Expected at least one model, got 0.")
+    if len({m.training for m in models}) != 1:
+        raise RuntimeError("stack_module_state: Expected all models to have the same "
+                           "training/eval mode.")
+    if len({type(m) for m in models}) != 1:
+        raise RuntimeError("stack_module_state: Expected all models to be of the same class.")
+
+    def stacked(named):
+        tables = [dict(named(m)) for m in models]
+        out = {}
+        for k in tables[0]:
+            ts = [t[k] for t in tables]
+            grads = {t.requires_grad for t in ts}
+            if len(grads) != 1:
+                raise RuntimeError(f"Expected {k} from each model to have the same "
+                                   ".requires_grad")
+            out[k] = stack([t.detach() for t in ts]).requires_grad_(grads.pop())
+        return out
+
+    return (stacked(lambda m: m.named_parameters()), stacked(lambda m: m.named_buffers()))
+
+
+def replace_all_batch_norm_modules_(root):
+    """Make every batch-norm module in ``root`` use batch statistics only (running mean
+    and variance set to None, ``track_running_stats = False``), so that ``func.vmap``
+    over it updates no shared buffer (``torch.func.replace_all_batch_norm_modules_``).
+    Returns ``root``."""
+    for mod in root.modules():
+        if type(mod).__name__.startswith("BatchNorm") and hasattr(mod, "running_mean"):
+            mod.running_mean = None
+            mod.running_var = None
+            mod.num_batches_tracked = None
+            mod.track_running_stats = False
+    return root

@@ -367,7 +367,13 @@ class Module:
         """Cast floating parameters and buffers to ``dtype`` (``to(dtype)``, ``to(device)``,
         ``to(device, dtype)``; chainrule computes on the CPU, so a device other than "cpu"
         is passed to each tensor's ``to``). Returns self (parameters are replaced by new
-        Parameters of the new dtype, as in PyTorch)."""
+        Parameters of the new dtype, as in PyTorch).
+
+        ``to("meta")``: chainrule has no storage-free tensors, so parameters and buffers
+        become NaN-filled tensors (integer buffers zeros) of the same shapes and dtypes. A
+        module moved there only to be called through ``func.functional_call`` (torch.func's
+        model-ensembling recipe) works as in PyTorch; a direct call gives NaN rather than
+        numbers of a model that is not there."""
         for a in args:
             if isinstance(a, Tensor):
                 dtype, device = a.dtype, a.device
@@ -375,6 +381,10 @@ class Module:
                 device = a
             elif a is not None:
                 dtype = a
+        if device is not None and str(device) == "meta":
+            self._apply_to_tensors(lambda t, is_param: wrap(np.full(
+                t.shape, np.nan if t.dtype.kind == "f" else 0, dtype=numpy_dtype(t.dtype))))
+            device = None
 
         def convert(t, is_param):
             out = t
