@@ -447,7 +447,9 @@ def _public_functions():
     skip = {"manual_seed", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
             "set_default_dtype", "get_default_dtype", "tensor", "as_tensor", "from_numpy",
             "zeros", "ones", "empty", "full", "eye", "arange", "linspace", "rand", "randn",
-            "randint", "default_generator"}
+            "randint", "default_generator",
+            # files and global state: save(x, "a") would write a file named "a"
+            "save", "load", "set_printoptions", "set_rng_state", "use_deterministic_algorithms"}
     return sorted(n for n in dir(cr) if not n.startswith("_") and n not in skip
                   and callable(getattr(cr, n)) and not isinstance(getattr(cr, n), type))
 

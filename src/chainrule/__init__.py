@@ -8,6 +8,7 @@
 import numpy as _np
 
 from . import ops
+from ._compat import *  # noqa: F401,F403
 from ._creation import *  # noqa: F401,F403
 from ._methods import install as _install
 from ._state import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
@@ -23,6 +24,7 @@ del nn  # noqa: F821,F405  (ops.nn, from the star import: chainrule.nn is the nn
 
 from . import (  # noqa: E402
     _vmap_backend,  # noqa: E402,F401  (registers the backend of batched values)
+    amp,
     autograd,
     func,
     linalg,
@@ -56,7 +58,7 @@ bool = _np.bool_  # noqa: A001
 __version__ = "0.1.0"
 
 __all__ = [
-    "Tensor", "TABLE", "autograd", "func", "linalg", "masked", "nn", "optim", "ops", "special",
-    "utils", "viz",
+    "Tensor", "TABLE", "amp", "autograd", "func", "linalg", "masked", "nn", "optim", "ops",
+    "special", "utils", "viz",
     "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "float32", "float64", "device",
 ]

@@ -221,6 +221,22 @@ def _bool_op(ufunc):
     return op
 
 
+_TYPE_NAMES = {"float64": "DoubleTensor", "float32": "FloatTensor", "float16": "HalfTensor",
+               "int64": "LongTensor", "int32": "IntTensor", "int16": "ShortTensor",
+               "int8": "CharTensor", "uint8": "ByteTensor", "bool": "BoolTensor"}
+
+
+def _type(self, dtype=None, non_blocking=False, **kwargs):
+    """``t.type()``: PyTorch's type string (``"torch.DoubleTensor"``, which ported code
+    compares with); ``t.type(dtype)``: ``t.to(dtype)`` (a dtype or such a string)."""
+    if dtype is None:
+        return "torch." + _TYPE_NAMES.get(np.dtype(numpy_dtype(self.dtype)).name, "Tensor")
+    if isinstance(dtype, str):
+        names = {v: k for k, v in _TYPE_NAMES.items()}
+        dtype = np.dtype(names.get(dtype.rpartition(".")[2], dtype))
+    return _to(self, dtype=dtype)
+
+
 def _invert(self):
     d = self._data
     if d.__class__ is np.ndarray:
@@ -297,6 +313,7 @@ def install():
     T.int = lambda self: wrap(np.asarray(self._data).astype(np.int32))
     T.bool = lambda self: wrap(np.asarray(self._data).astype(np.bool_))
     T.half = lambda self: _to(self, np.float16)
+    T.type = _type
     T.cpu = lambda self: self  # chainrule computes on the CPU
     T.T = property(lambda self: ops.permute(self, tuple(range(self.ndim))[::-1]))
     T.mT = property(lambda self: ops.transpose(self, -2, -1))

@@ -11,6 +11,7 @@ import numpy as np
 from .backend import backend_of, device, dtype_kind
 
 _ndarray, _generic, _asarray = np.ndarray, np.generic, np.asarray
+PRINT_THRESHOLD = [1000]  # set_printoptions(threshold=...)
 
 _FLOAT_KINDS = "f"
 
@@ -353,7 +354,8 @@ class Tensor:
             return (f"tensor(<{b.name} array of shape {tuple(self.shape)}, dtype "
                     f"{self.dtype}>, device='{self.device}'{fn})")
         data = np.asarray(self._data)
-        body = np.array2string(data, separator=", ", prefix="tensor(", threshold=1000)
+        body = np.array2string(data, separator=", ", prefix="tensor(",
+                               threshold=PRINT_THRESHOLD[0])
         extras = []
         if data.dtype not in (np.float64, np.int64, np.bool_):
             extras.append(f"dtype={data.dtype}")

@@ -10,8 +10,12 @@ import numpy as np
 from .._state import no_grad
 from .._tensor import Tensor, _fill, check_grad_dtype, wrap
 from ..backend import numpy_dtype
+from ._hooks import add_hook, call_with_hooks
 
 __all__ = ["Parameter", "Buffer", "Module", "Sequential", "ModuleList", "ModuleDict"]
+
+_HOOK_TABLES = ("_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks",
+                "_backward_hooks")
 
 
 class Parameter(Tensor):
@@ -108,6 +112,8 @@ class Module:
         object.__setattr__(self, "_buffers", OrderedDict())
         object.__setattr__(self, "_non_persistent_buffers_set", set())
         object.__setattr__(self, "_modules", OrderedDict())
+        for table in _HOOK_TABLES:
+            object.__setattr__(self, table, OrderedDict())
 
     # --- registration ---------------------------------------------------------------
     def _check_init(self, what):
@@ -470,7 +476,47 @@ class Module:
                                   '"forward" function')
 
     def __call__(self, *args, **kwargs):
+        d = self.__dict__
+        if d.get("_forward_hooks") or d.get("_forward_pre_hooks") or \
+                d.get("_backward_hooks") or d.get("_backward_pre_hooks"):
+            return call_with_hooks(self, args, kwargs)
         return self.forward(*args, **kwargs)
+
+    # --- hooks (see chainrule.nn._hooks) --------------------------------------------
+    def _hooks(self, table):
+        if table not in self.__dict__:  # a module unpickled from before hooks existed
+            object.__setattr__(self, table, OrderedDict())
+        return self.__dict__[table]
+
+    def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
+        """``hook(module, args)`` (``with_kwargs``: ``hook(module, args, kwargs)``) runs
+        before ``forward``; returning a value replaces the positional arguments (a tuple,
+        or one value); with kwargs it returns ``(args, kwargs)``. Returns a handle whose
+        ``remove()`` unregisters it."""
+        return add_hook(self._hooks("_forward_pre_hooks"), hook, prepend, with_kwargs)
+
+    def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False,
+                              always_call=False):
+        """``hook(module, args, output)`` (``with_kwargs``: ``hook(module, args, kwargs,
+        output)``) runs after ``forward``; returning a value replaces the output."""
+        return add_hook(self._hooks("_forward_hooks"), hook, prepend,
+                        (with_kwargs, always_call))
+
+    def register_full_backward_pre_hook(self, hook, prepend=False):
+        """``hook(module, grad_output)`` runs when the gradients of the module's outputs
+        are known; returning a tuple replaces ``grad_output``."""
+        return add_hook(self._hooks("_backward_pre_hooks"), hook, prepend)
+
+    def register_full_backward_hook(self, hook, prepend=False):
+        """``hook(module, grad_input, grad_output)`` runs when the gradients of the
+        module's tensor inputs are computed (``grad_input``: one per positional tensor
+        input that requires grad; Nones when none does); returning a tuple replaces
+        ``grad_input``."""
+        return add_hook(self._hooks("_backward_hooks"), hook, prepend)
+
+    def register_backward_hook(self, hook):
+        """PyTorch's deprecated name; here the same as :meth:`register_full_backward_hook`."""
+        return self.register_full_backward_hook(hook)
 
     def extra_repr(self):
         """The text inside this module's parentheses in its ``repr``."""

@@ -1,0 +1,291 @@
+"""PyTorch's top-level helpers that code ported from it calls around the math: type tests,
+dtype queries, ``inference_mode``, printing, saving, the random state, and the namespaces
+``cuda``, ``backends`` and ``jit`` (``amp`` is its own module).
+
+Each does what PyTorch's does on a CPU machine, or is the identity where PyTorch's only
+changes speed (``compile``, ``jit.script``); none changes a value or a gradient.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import pickle
+import threading
+from types import SimpleNamespace
+
+import numpy as np
+
+from . import _creation
+from ._dispatch import name_errors
+from ._state import STATE, _GradMode
+from ._tensor import PRINT_THRESHOLD, Tensor
+from .backend import numpy_dtype
+
+__all__ = ["is_tensor", "is_floating_point", "is_nonzero", "inference_mode",
+           "is_inference_mode_enabled", "Size", "finfo", "iinfo", "promote_types",
+           "result_type", "can_cast", "broadcast_shapes", "set_printoptions", "get_rng_state",
+           "set_rng_state", "save", "load", "use_deterministic_algorithms",
+           "are_deterministic_algorithms_enabled", "compile", "cuda", "backends", "jit"]
+
+_INFERENCE = threading.local()
+
+
+def is_tensor(obj):
+    """True for a chainrule Tensor (a Parameter too)."""
+    return isinstance(obj, Tensor)
+
+
+@name_errors
+def is_floating_point(input):
+    """True for a tensor of a floating dtype."""
+    return np.dtype(numpy_dtype(input.dtype)).kind == "f"
+
+
+@name_errors
+def is_nonzero(input):
+    """``bool(input != 0)`` for a one-element tensor.
+
+    Raises RuntimeError for an empty tensor or one of several elements (PyTorch's text).
+    """
+    n = input.numel()
+    if n == 0:
+        raise RuntimeError("Boolean value of Tensor with no values is ambiguous")
+    if n > 1:
+        raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+    return bool(input.item() != 0)
+
+
+class inference_mode(_GradMode):
+    """``no_grad`` for inference: results of ops inside do not require grad (and
+    :func:`is_inference_mode_enabled` is True). ``inference_mode(False)`` changes nothing.
+    A context manager and a decorator (``@inference_mode()`` or bare ``@inference_mode``).
+    """
+
+    _state = False
+    mode = True  # a bare @inference_mode decorates before __init__ runs
+
+    def __init__(self, mode=True):
+        self.mode = bool(mode) if not callable(mode) else True
+
+    def __enter__(self):
+        self._prev = STATE.enabled
+        self._depth = getattr(_INFERENCE, "depth", 0)
+        if self.mode:
+            STATE.enabled = False
+            _INFERENCE.depth = self._depth + 1
+        return self
+
+    def __exit__(self, *exc):
+        STATE.enabled = self._prev
+        _INFERENCE.depth = self._depth
+        return False
+
+    def __call__(self, fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with inference_mode(self.mode):
+                return fn(*args, **kwargs)
+        return wrapper
+
+
+def is_inference_mode_enabled():
+    """Whether an ``inference_mode()`` block is running in this thread."""
+    return getattr(_INFERENCE, "depth", 0) > 0
+
+
+class Size(tuple):
+    """A shape, as ``torch.Size``: a tuple of ints with :meth:`numel`."""
+
+    def numel(self):
+        """The product of the sizes."""
+        return int(np.prod(self, dtype=np.int64))
+
+    def __repr__(self):
+        return f"chainrule.Size({list(self)})"
+
+
+@name_errors
+def finfo(type=None):
+    """Machine limits of a float dtype (NumPy's ``finfo``: ``eps``, ``max``, ``min``,
+    ``tiny``, ``resolution``, ``bits``); the default float dtype when none is given."""
+    return np.finfo(numpy_dtype(_creation.get_default_dtype() if type is None else type))
+
+
+@name_errors
+def iinfo(type):
+    """Machine limits of an integer dtype (NumPy's ``iinfo``)."""
+    return np.iinfo(numpy_dtype(type))
+
+
+_CATEGORY = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
+
+
+@name_errors
+def promote_types(type1, type2):
+    """The dtype PyTorch computes ``type1 op type2`` in: the higher category (bool < int <
+    float) wins with its own dtype (float32 with int64 is float32, where NumPy says
+    float64); within a category, the larger."""
+    a, b = np.dtype(numpy_dtype(type1)), np.dtype(numpy_dtype(type2))
+    for d in (a, b):
+        if d.kind not in _CATEGORY:
+            raise TypeError(f"promote_types: {d} is not a numeric or bool dtype")
+    ca, cb = _CATEGORY[a.kind], _CATEGORY[b.kind]
+    if ca != cb:
+        return a if ca > cb else b
+    return np.promote_types(a, b)
+
+
+@name_errors
+def result_type(tensor1, tensor2):
+    """The dtype of an arithmetic result of the two, by PyTorch's rules: dimensioned
+    tensors decide, then 0-d tensors, then Python numbers, a later group only when it is
+    of a higher category (a Python float then gives the default float dtype)."""
+    groups = {0: [], 1: [], 2: []}  # dimensioned tensors, 0-d tensors, Python numbers
+    for x in (tensor1, tensor2):
+        if isinstance(x, Tensor):
+            groups[0 if x.ndim else 1].append(np.dtype(numpy_dtype(x.dtype)))
+        else:
+            kind = np.asarray(x).dtype.kind
+            groups[2].append(np.dtype(_creation.get_default_dtype()) if kind == "f" else
+                             np.dtype(np.int64) if kind in "iu" else np.dtype(np.bool_))
+    result = None
+    for g in (0, 1, 2):
+        if not groups[g]:
+            continue
+        best = groups[g][0]
+        for d in groups[g][1:]:
+            best = promote_types(best, d)
+        if result is None or _CATEGORY[best.kind] > _CATEGORY[result.kind]:
+            result = best if result is None or g < 2 else promote_types(result, best)
+    return result
+
+
+@name_errors
+def can_cast(from_, to):
+    """Whether PyTorch's casting rules allow ``from_`` -> ``to`` without changing kind
+    downward (float to int, or to bool, is not allowed)."""
+    return bool(np.can_cast(numpy_dtype(from_), numpy_dtype(to), casting="same_kind"))
+
+
+@name_errors
+def broadcast_shapes(*shapes):
+    """The shape that tensors of ``shapes`` broadcast to.
+
+    Raises RuntimeError (naming the shapes) when they do not broadcast."""
+    try:
+        return Size(np.broadcast_shapes(*(tuple(s) if not isinstance(s, int) else (s,)
+                                          for s in shapes)))
+    except ValueError:
+        raise RuntimeError(f"broadcast_shapes: shapes {list(shapes)} cannot be broadcast "
+                           "together") from None
+
+
+@name_errors
+def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=None,
+                     profile=None, sci_mode=None):
+    """How tensors print (NumPy's print options underneath; ``profile`` "default",
+    "short" or "full" as PyTorch's)."""
+    if profile is not None:
+        preset = {"default": (4, 1000, 3, 80), "short": (2, 1000, 2, 80),
+                  "full": (4, np.inf, 3, 80)}[profile]
+        np.set_printoptions(precision=preset[0], edgeitems=preset[2], linewidth=preset[3])
+        PRINT_THRESHOLD[0] = preset[1]
+    options = {k: v for k, v in (("precision", precision), ("edgeitems", edgeitems),
+                                 ("linewidth", linewidth)) if v is not None}
+    if sci_mode is not None:
+        options["suppress"] = not sci_mode
+    np.set_printoptions(**options)
+    if threshold is not None:
+        PRINT_THRESHOLD[0] = threshold
+
+
+def get_rng_state():
+    """The default generator's state (a dict, for :func:`set_rng_state`)."""
+    return _creation.default_generator.get_state()
+
+
+def set_rng_state(new_state):
+    """Restore the default generator's state from :func:`get_rng_state`."""
+    _creation.default_generator.set_state(new_state)
+
+
+def save(obj, f, pickle_protocol=pickle.DEFAULT_PROTOCOL, **kwargs):
+    """Pickle ``obj`` (tensors, state dicts, modules, containers of them) to ``f``, a path
+    or a binary file object."""
+    with _opened(f, "wb") as fh:
+        pickle.dump(obj, fh, protocol=pickle_protocol)
+
+
+def load(f, map_location=None, pickle_module=None, *, weights_only=None, **kwargs):
+    """Read back what :func:`save` wrote (``f`` a path or a binary file object). Only load
+    files you trust: this is ``pickle``. ``map_location`` may name the CPU only."""
+    if map_location not in (None, "cpu") and str(map_location) != "cpu":
+        raise RuntimeError(f"load: map_location={map_location!r} is not available here "
+                           "(tensors are loaded on the CPU)")
+    with _opened(f, "rb") as fh:
+        return (pickle_module or pickle).load(fh)
+
+
+def _opened(f, mode):
+    if hasattr(f, "write" if "w" in mode else "read"):
+        return contextlib.nullcontext(f)
+    return open(f, mode)
+
+
+_DETERMINISTIC = [False]
+
+
+def use_deterministic_algorithms(mode, *, warn_only=False):
+    """Record the flag: chainrule's kernels (NumPy, LAPACK on the CPU) are deterministic
+    already."""
+    _DETERMINISTIC[0] = bool(mode)
+
+
+def are_deterministic_algorithms_enabled():
+    return _DETERMINISTIC[0]
+
+
+def compile(model=None, **kwargs):
+    """``model`` itself (``torch.compile`` changes speed, not results); usable as
+    ``compile(fn)``, ``@compile`` and ``@compile(mode=...)``."""
+    if model is None:
+        return lambda fn: fn
+    return model
+
+
+def _cuda_available():
+    try:
+        import cupy
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:  # noqa: BLE001 - no CuPy, no driver or no device: not available
+        return False
+
+
+def _cuda_count():
+    if not _cuda_available():
+        return 0
+    import cupy
+    return cupy.cuda.runtime.getDeviceCount()
+
+
+cuda = SimpleNamespace(
+    is_available=_cuda_available, device_count=_cuda_count,
+    manual_seed=lambda seed: None, manual_seed_all=lambda seed: None,
+    synchronize=lambda device=None: None, empty_cache=lambda: None,
+)
+cuda.__doc__ = ("``torch.cuda``'s queries: a CUDA device is available when CuPy is installed "
+                "and sees one (``device='cuda'`` tensors then live on CuPy).")
+
+backends = SimpleNamespace(
+    cudnn=SimpleNamespace(deterministic=False, benchmark=False, enabled=True,
+                          is_available=lambda: False),
+    mps=SimpleNamespace(is_available=lambda: False, is_built=lambda: False),
+    cuda=SimpleNamespace(matmul=SimpleNamespace(allow_tf32=False)),
+)
+
+jit = SimpleNamespace(script=lambda obj, *args, **kwargs: obj,
+                      trace=lambda func, example_inputs=None, *args, **kwargs: func,
+                      ignore=lambda fn=None, **kwargs: fn if fn is not None else (lambda f: f),
+                      unused=lambda fn: fn, export=lambda fn: fn)
+jit.__doc__ = "``torch.jit``'s decorators and tracers as the identity (results unchanged)."

@@ -1,0 +1,191 @@
+"""Module hooks, as ``torch.nn.Module``'s: forward pre-hooks and hooks, and full backward
+(pre-)hooks.
+
+Backward hooks work as PyTorch's ``BackwardHook``: the tensors a module is called with
+pass through one identity ``autograd.Function``, its outputs through another. The output
+side's backward receives ``grad_output`` (backward pre-hooks may replace it); the input
+side's backward receives ``grad_input``, the cotangents of the module's tensor inputs, and
+calls each hook with ``(module, grad_input, grad_output)`` (a hook may replace
+``grad_input``). When no input requires grad, the hooks get ``grad_input`` of Nones, from
+the output side.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+from .._state import is_grad_enabled
+from .._tensor import Tensor
+from ..autograd.function import Function
+
+
+class RemovableHandle:
+    """Returned by the ``register_*hook`` methods: ``remove()`` unregisters the hook (also
+    as a context manager)."""
+
+    _next_id = 0
+
+    def __init__(self, table):
+        self.table = table
+        self.id = RemovableHandle._next_id
+        RemovableHandle._next_id += 1
+
+    def remove(self):
+        self.table.pop(self.id, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+def add_hook(table, hook, prepend, extra=None):
+    """Register ``hook`` (with its flags ``extra``) in ``table`` (a dict in call order)."""
+    handle = RemovableHandle(table)
+    entry = (hook, extra)
+    if prepend:
+        items = list(table.items())
+        table.clear()
+        table[handle.id] = entry
+        table.update(items)
+    else:
+        table[handle.id] = entry
+    return handle
+
+
+def _as_tuple(x):
+    return x if isinstance(x, tuple) else (x,)
+
+
+class _State:
+    """What one call's input and output sides share: where the tensors are among the
+    positional arguments and outputs, and the ``grad_output`` of this backward pass."""
+
+    def __init__(self, module):
+        self.module = module
+        self.n_inputs = self.n_outputs = 0
+        self.input_index = self.output_index = None
+        self.grad_output = None
+
+
+def _pack(index, values, size):
+    out = [None] * size
+    for i, v in zip(index, values):
+        out[i] = v
+    return tuple(out)
+
+
+class _HookedInputs(Function):
+    """Identity on the module's input tensors (those that do not require grad are marked
+    non-differentiable, and get zeros, as in PyTorch); its backward calls the hooks."""
+
+    @staticmethod
+    def forward(ctx, state, *xs):
+        ctx.state = state
+        outs = tuple(x.view_as(x) for x in xs)
+        ctx.mark_non_differentiable(*(o for x, o in zip(xs, outs) if not x.requires_grad))
+        return outs
+
+    @staticmethod
+    def backward(ctx, *grads):
+        state = ctx.state
+        if state.grad_output is None:  # reached without passing the outputs (double backward)
+            return (None, *grads)
+        module = state.module
+        grad_input = _pack(state.input_index, grads, state.n_inputs)
+        for hook, _ in list(module._backward_hooks.values()):
+            result = hook(module, grad_input, state.grad_output)
+            if result is not None:
+                grad_input = _checked(result, grad_input, "grad_input")
+        state.grad_output = None
+        return (None, *(grad_input[i] for i in state.input_index))
+
+
+class _HookedOutputs(Function):
+    """Identity on the module's output tensors; its backward runs the backward pre-hooks
+    on ``grad_output`` (None for an output that got no gradient) and keeps it for the
+    input side."""
+
+    @staticmethod
+    def forward(ctx, state, *ys):
+        ctx.state = state
+        ctx.set_materialize_grads(False)
+        return tuple(y.view_as(y) for y in ys)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        state = ctx.state
+        module = state.module
+        grad_output = _pack(state.output_index, grads, state.n_outputs)
+        for hook, _ in list(module._backward_pre_hooks.values()):
+            result = hook(module, grad_output)
+            if result is not None:
+                grad_output = _checked(result, grad_output, "grad_output", "pre ")
+        state.grad_output = grad_output
+        if state.input_index is None:  # no input requires grad: the hooks are called here
+            warnings.warn("Full backward hook is firing when gradients are computed with "
+                          "respect to module outputs since no inputs require gradients.",
+                          stacklevel=2)
+            nones = (None,) * state.n_inputs
+            for hook, _ in list(module._backward_hooks.values()):
+                result = hook(module, nones, grad_output)
+                if result is not None and not all(r is None for r in _as_tuple(result)):
+                    raise RuntimeError("Backward hook for Modules where no input requires "
+                                       "gradient should always return None or None for all "
+                                       "gradients.")
+            state.grad_output = None
+        return (None, *(grad_output[i] for i in state.output_index))
+
+
+def _checked(result, old, what, pre=""):
+    if len(result) != len(old):
+        raise RuntimeError(f"Backward {pre}hook returned an invalid number of {what}, got "
+                           f"{len(result)}, but expected {len(old)}")
+    return tuple(result)
+
+
+def _wrap_tensors(function, state, values):
+    """``values`` with its tensors passed through ``function`` (when one requires grad and
+    grad mode is on); the tensors' positions, or None."""
+    index = [i for i, v in enumerate(values) if isinstance(v, Tensor)]
+    if not (is_grad_enabled() and any(values[i].requires_grad for i in index)):
+        return values, None
+    new = _as_tuple(function.apply(state, *(values[i] for i in index)))
+    values = list(values)
+    for i, t in zip(index, new):
+        values[i] = t
+    return tuple(values), index
+
+
+def call_with_hooks(module, args, kwargs):
+    """``module(*args, **kwargs)`` with its registered hooks."""
+    for hook, with_kwargs in list(module._forward_pre_hooks.values()):
+        if with_kwargs:
+            result = hook(module, args, kwargs)
+            if result is not None:
+                if not (isinstance(result, tuple) and len(result) == 2):
+                    raise RuntimeError("forward pre-hook must return None or a tuple of "
+                                       f"(new_args, new_kwargs), but got {result}.")
+                args, kwargs = result
+        else:
+            result = hook(module, args)
+            if result is not None:
+                args = _as_tuple(result)
+    state = None
+    if module._backward_hooks or module._backward_pre_hooks:
+        state = _State(module)
+        state.n_inputs = len(args)
+        args, state.input_index = _wrap_tensors(_HookedInputs, state, tuple(args))
+    output = module.forward(*args, **kwargs)
+    for hook, (with_kwargs, _) in list(module._forward_hooks.values()):
+        result = hook(module, args, kwargs, output) if with_kwargs else \
+            hook(module, args, output)
+        if result is not None:
+            output = result
+    if state is not None:
+        outs = _as_tuple(output)
+        state.n_outputs = len(outs)
+        outs, state.output_index = _wrap_tensors(_HookedOutputs, state, outs)
+        output = outs if isinstance(output, tuple) else outs[0]
+    return output

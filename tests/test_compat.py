@@ -1,0 +1,174 @@
+"""PyTorch's helpers around the math (type tests, dtype queries, inference_mode, saving,
+the random state, cuda/backends/jit, amp): what ported code calls, with PyTorch's results
+on a CPU machine. Expected values are derived; where torch is installed they are also
+compared with its."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import chainrule as cr
+from chainrule import nn
+
+
+def test_type_tests_and_dtype_queries():
+    t = cr.ones(2, 2, dtype=cr.float32)
+    assert cr.is_tensor(t) and cr.is_tensor(nn.Parameter(np.ones(1))) and not cr.is_tensor(1.0)
+    assert cr.is_floating_point(t) and not cr.is_floating_point(cr.tensor([1, 2]))
+    assert cr.is_nonzero(cr.tensor([2.0])) and not cr.is_nonzero(cr.tensor(0.0))
+    with pytest.raises(RuntimeError, match="more than one value is ambiguous"):
+        cr.is_nonzero(t)
+    with pytest.raises(RuntimeError, match="no values is ambiguous"):
+        cr.is_nonzero(cr.zeros(0))
+    assert cr.finfo(cr.float32).eps == np.finfo(np.float32).eps
+    assert cr.finfo().eps == np.finfo(np.float64).eps        # the default float dtype
+    assert cr.iinfo(cr.int32).max == 2 ** 31 - 1
+    assert cr.promote_types(cr.float32, cr.int64) == np.float32
+    assert cr.result_type(t, 2.5) == np.float32             # a Python number does not widen
+    assert cr.result_type(t, cr.ones(1)) == np.float64
+    assert cr.can_cast(cr.int64, cr.float32) and cr.can_cast(cr.float64, cr.float32)
+    assert not cr.can_cast(cr.float32, cr.int64) and not cr.can_cast(cr.float32, cr.bool)
+    assert cr.broadcast_shapes((2, 1), (3,), 1) == (2, 3) and cr.Size([2, 3]).numel() == 6
+    with pytest.raises(RuntimeError, match=r"broadcast_shapes.*\(2,\).*\(3,\)"):
+        cr.broadcast_shapes((2,), (3,))
+    assert t.type() == "torch.FloatTensor" and t.type(cr.float64).dtype == np.float64
+    assert t.type("torch.LongTensor").dtype == np.int64
+
+
+def test_type_queries_match_torch():
+    torch = pytest.importorskip("torch")
+    pairs = [(cr.float32, torch.float32), (cr.float64, torch.float64), (cr.int64, torch.int64),
+             (cr.int32, torch.int32), (cr.bool, torch.bool)]
+    for a, ta in pairs:
+        for b, tb in pairs:
+            assert cr.can_cast(a, b) == torch.can_cast(ta, tb), (a, b)
+            if a is not cr.bool and b is not cr.bool:
+                assert np.dtype(cr.promote_types(a, b)).name == \
+                    str(torch.promote_types(ta, tb)).rpartition(".")[2]
+    cases = [(np.ones(2, np.float32), 2.5), (np.ones(2, np.int64), 2.5),
+             (np.ones(2, np.float32), np.array(1.0)),
+             (np.ones(2, np.int32), np.array(1.0, np.float32)),
+             (np.array(1, np.int64), 3), (np.ones(2, np.int32), np.ones(2, np.int64))]
+    torch.set_default_dtype(torch.float64)                  # chainrule's default float dtype
+    try:
+        for a, b in cases:
+            def mk(m, v):
+                return m.tensor(v) if isinstance(v, np.ndarray) else v
+            ours = np.dtype(cr.result_type(mk(cr, a), mk(cr, b))).name
+            theirs = str(torch.result_type(mk(torch, a), mk(torch, b))).rpartition(".")[2]
+            assert ours == theirs, (a.dtype, a.ndim, b)
+    finally:
+        torch.set_default_dtype(torch.float32)
+    assert cr.finfo(cr.float32).tiny == torch.finfo(torch.float32).tiny
+    assert cr.ones(1).type() == torch.ones(1, dtype=torch.float64).type()
+    assert cr.is_nonzero(cr.tensor([0.5])) == torch.is_nonzero(torch.tensor([0.5]))
+
+
+def test_inference_mode():
+    x = cr.ones(2, requires_grad=True)
+    with cr.inference_mode():
+        assert cr.is_inference_mode_enabled() and not cr.is_grad_enabled()
+        assert not (x * 2).requires_grad
+    assert not cr.is_inference_mode_enabled() and cr.is_grad_enabled()
+    with cr.inference_mode(False):
+        assert (x * 2).requires_grad and not cr.is_inference_mode_enabled()
+
+    @cr.inference_mode
+    def bare(a):
+        return a * 2
+
+    @cr.inference_mode()
+    def called(a):
+        return a * 2
+
+    assert not bare(x).requires_grad and not called(x).requires_grad
+    assert (x * 2).requires_grad
+
+
+def test_save_and_load_round_trip(tmp_path):
+    cr.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 2), nn.BatchNorm1d(2))
+    x = cr.randn(4, 3)
+    path = tmp_path / "model.pt"
+    cr.save({"state": model.state_dict(), "x": x, "step": 7}, path)
+    back = cr.load(path)
+    assert back["step"] == 7
+    np.testing.assert_array_equal(np.asarray(back["x"]), np.asarray(x))
+    other = nn.Sequential(nn.Linear(3, 2), nn.BatchNorm1d(2))
+    other.load_state_dict(back["state"])
+    model.eval()
+    other.eval()
+    np.testing.assert_array_equal(np.asarray(other(x).detach()), np.asarray(model(x).detach()))
+    with open(tmp_path / "t.pt", "wb") as fh:          # file objects too
+        cr.save(cr.tensor([1.0, 2.0], requires_grad=True), fh)
+    with open(tmp_path / "t.pt", "rb") as fh:
+        t = cr.load(fh, map_location="cpu")
+    assert t.requires_grad and t.is_leaf
+    with pytest.raises(RuntimeError, match="map_location"):
+        cr.load(path, map_location="cuda:3")
+
+
+def test_rng_state_printing_and_namespaces():
+    state = cr.get_rng_state()
+    a = cr.rand(3)
+    cr.set_rng_state(state)
+    np.testing.assert_array_equal(np.asarray(cr.rand(3)), np.asarray(a))
+    try:
+        cr.set_printoptions(precision=2)
+        assert "0.33" in repr(cr.tensor([1 / 3])) and "0.333" not in repr(cr.tensor([1 / 3]))
+        cr.set_printoptions(threshold=5)
+        assert "..." in repr(cr.arange(100.0))
+    finally:
+        cr.set_printoptions(profile="default")
+        cr.set_printoptions(precision=8, threshold=1000)
+    assert "0.33333333" in repr(cr.tensor([1 / 3]))
+    assert isinstance(cr.cuda.is_available(), bool) and not cr.backends.mps.is_available()
+    cr.backends.cudnn.deterministic = True                  # settable, as in training scripts
+
+    def f(v):
+        return v * 2
+
+    assert cr.compile(f) is f and cr.compile()(f) is f and cr.jit.script(f) is f
+    assert cr.jit.trace(f, (cr.ones(1),)) is f
+
+
+def _scaler_program(m, scaler_cls, grads):
+    """SGD steps on w with the given gradient directions through a GradScaler."""
+    w = m.nn.Parameter(m.tensor([1.0, 2.0], dtype=m.float64))
+    opt = m.optim.SGD([w], lr=0.1)
+    scaler = scaler_cls("cpu", init_scale=8.0, growth_interval=2)
+    scales, weights = [], []
+    for d in grads:
+        opt.zero_grad()
+        loss = (w * m.tensor(d, dtype=m.float64)).sum()
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+        scales.append(scaler.get_scale())
+        weights.append(np.asarray(w.detach()).copy())
+    return scales, weights
+
+
+GRADS = [[1.0, 1.0], [np.inf, 0.0], [0.5, -1.0], [1.0, 0.0], [2.0, 2.0]]
+
+
+def test_grad_scaler_steps_skips_and_rescales():
+    scales, weights = _scaler_program(cr, cr.amp.GradScaler, GRADS)
+    # good, inf (skipped, backoff), good, good (growth after 2), good
+    assert scales == [8.0, 4.0, 4.0, 8.0, 8.0]
+    expected, w = [], np.array([1.0, 2.0])
+    for d in GRADS:
+        if np.all(np.isfinite(d)):
+            w = w - 0.1 * np.array(d)      # the unscaled gradient: plain SGD
+        expected.append(w.copy())
+    np.testing.assert_allclose(np.array(weights), np.array(expected))
+    off = cr.amp.GradScaler(enabled=False)
+    loss = cr.tensor(3.0)
+    assert off.scale(loss) is loss and off.get_scale() == 1.0
+    with cr.amp.autocast("cpu", dtype=cr.float16):
+        assert (cr.ones(2) * 2).dtype == np.float64          # dtypes are left as they are
+    torch = pytest.importorskip("torch")
+    t_scales, t_weights = _scaler_program(torch, torch.amp.GradScaler, GRADS)
+    assert scales == t_scales
+    np.testing.assert_allclose(np.array(weights), np.array([w for w in t_weights]))
