@@ -61,6 +61,10 @@ def test_parameter_is_a_leaf_tensor():
         nn.Parameter(cr.tensor([1, 2]))
     d = copy.deepcopy(p)
     assert isinstance(d, nn.Parameter) and d is not p and d.requires_grad
+    # as PyTorch's: a Parameter's deepcopy leaves .grad behind (a plain tensor's keeps it)
+    p.sum().backward()
+    assert copy.deepcopy(p).grad is None and p.grad is not None
+    assert copy.deepcopy(nn.Linear(2, 2)).weight.grad is None
 
 
 def test_named_parameters_order_and_names():
@@ -559,3 +563,49 @@ def test_clip_grad_norm_against_torch():
     for p, q in zip(ours, theirs):
         np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy())
     assert float(n1) == pytest.approx(np.sum(np.abs(np.r_[g1.ravel(), g2]) ** 3) ** (1 / 3))
+
+
+def test_parameter_list_and_dict_register_their_parameters():
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.scales = nn.ParameterList([cr.ones(2), nn.Parameter(cr.zeros(2))])
+            self.shifts = nn.ParameterDict({"a": cr.ones(2)})
+            self.shifts["b"] = cr.full((2,), 3.0)
+
+        def forward(self, x):
+            for s in self.scales:
+                x = x * s + 1
+            return x + self.shifts["a"] + self.shifts["b"]
+
+    m = Model()
+    assert [n for n, _ in m.named_parameters()] == ["scales.0", "scales.1", "shifts.a",
+                                                    "shifts.b"]
+    assert all(isinstance(p, nn.Parameter) and p.requires_grad for p in m.parameters())
+    assert len(m.scales) == 2 and "a" in m.shifts and m.scales[-1] is m.scales[1]
+    x = cr.tensor([1.0, 2.0])
+    m(x).sum().backward()
+    # y = (x * s0 + 1) * s1 + 1 + a + b: dy/ds1 = x * s0 + 1, dy/ds0 = x * s1 = 0
+    np.testing.assert_allclose(np.asarray(m.scales[1].grad), [2.0, 3.0])
+    np.testing.assert_allclose(np.asarray(m.scales[0].grad), [0.0, 0.0])
+    np.testing.assert_allclose(np.asarray(m.shifts["b"].grad), [1.0, 1.0])
+    assert list(m.state_dict()) == ["scales.0", "scales.1", "shifts.a", "shifts.b"]
+    with pytest.raises(IndexError, match="ParameterList: index 5"):
+        m.scales[5]
+
+
+def test_prelu_and_rmsnorm_modules():
+    x = np.array([[-2.0, 1.0, -0.5], [3.0, -1.0, 0.0]])
+    p = nn.PReLU(3, init=0.1)
+    assert p.weight.shape == (3,)
+    np.testing.assert_allclose(np.asarray(p(cr.tensor(x)).detach()), np.where(x > 0, x, 0.1 * x))
+    r = nn.RMSNorm(3, eps=1e-6)
+    expected = x / np.sqrt((x * x).mean(-1, keepdims=True) + 1e-6)
+    np.testing.assert_allclose(np.asarray(r(cr.tensor(x)).detach()), expected)
+    torch = pytest.importorskip("torch")
+    tp, tr = torch.nn.PReLU(3, init=0.1).double(), torch.nn.RMSNorm(3, eps=1e-6).double()
+    np.testing.assert_allclose(np.asarray(p(cr.tensor(x)).detach()),
+                               tp(torch.tensor(x)).detach().numpy())
+    np.testing.assert_allclose(np.asarray(r(cr.tensor(x)).detach()),
+                               tr(torch.tensor(x)).detach().numpy())
+    assert [n for n, _ in p.named_parameters()] == [n for n, _ in tp.named_parameters()]

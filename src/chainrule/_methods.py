@@ -34,6 +34,9 @@ _SAME_NAME = [
     "cumsum", "cumprod", "logcumsumexp", "cummax", "cummin", "sort", "argsort", "msort",
     "topk", "kthvalue", "median", "nanmedian", "quantile", "nanquantile", "nansum",
     "nanmean", "diff", "count_nonzero", "aminmax", "cov", "corrcoef",
+    # indices, counts and truth values (ops/searching.py)
+    "nonzero", "argwhere", "unique", "unique_consecutive", "bincount", "histc",
+    "logical_and", "logical_or", "logical_xor", "signbit", "heaviside", "isin",
     # more of PyTorch's names (ops/torch_more.py)
     "positive", "float_power", "ldexp", "sum_to_size", "select_scatter", "slice_scatter",
     "repeat_interleave", "nextafter", "frexp", "mode", "split_with_sizes",
@@ -205,6 +208,40 @@ def _zero(self):
     return _fill_with("zero_")(self, 0.0)
 
 
+def _random_fill(name, draw):
+    """``t.uniform_(...)`` and the other in-place samplers: ``t`` filled with draws of
+    ``draw(generator, shape, *args)`` (chainrule's generator unless ``generator=``), as an
+    in-place write (a leaf that requires grad needs ``no_grad``, as in PyTorch)."""
+    def method(self, *args, generator=None, **kwargs):
+        from . import _creation
+
+        rng = _creation.default_generator if generator is None else generator
+        values = np.asarray(draw(rng, tuple(self.shape), *args, **kwargs))
+        return _fill_with(name)(self, wrap(values.astype(np.dtype(numpy_dtype(self.dtype)))))
+    method.__name__ = name
+    return method
+
+
+def _random_ints(rng, shape, low=0, high=None, *, dtype=None):
+    if high is None:
+        low, high = (0, low) if low else (0, 2 ** 24)
+    return rng.integers(low, high, size=shape)
+
+
+_RANDOM_FILLS = {
+    "uniform_": lambda rng, shape, a=0.0, b=1.0: rng.uniform(a, b, shape),
+    "normal_": lambda rng, shape, mean=0.0, std=1.0: rng.normal(mean, std, shape),
+    "random_": _random_ints,
+    "exponential_": lambda rng, shape, lambd=1.0: rng.exponential(1.0 / lambd, shape),
+    "geometric_": lambda rng, shape, p: rng.geometric(p, shape),
+    "cauchy_": lambda rng, shape, median=0.0, sigma=1.0: median + sigma * rng.standard_cauchy(
+        shape),
+    "log_normal_": lambda rng, shape, mean=1.0, std=2.0: rng.lognormal(mean, std, shape),
+    "bernoulli_": lambda rng, shape, p=0.5: rng.random(shape) < np.asarray(
+        p._data if isinstance(p, Tensor) else p),
+}
+
+
 def _contiguous_copy(t):
     out = ops.clone(t)
     out._data = np.ascontiguousarray(out._data)  # clone keeps the layout; this one is C
@@ -314,6 +351,8 @@ def install():
     T.bool = lambda self: wrap(np.asarray(self._data).astype(np.bool_))
     T.half = lambda self: _to(self, np.float16)
     T.type = _type
+    for name, draw in _RANDOM_FILLS.items():
+        setattr(T, name, _random_fill(name, draw))
     T.cpu = lambda self: self  # chainrule computes on the CPU
     T.T = property(lambda self: ops.permute(self, tuple(range(self.ndim))[::-1]))
     T.mT = property(lambda self: ops.transpose(self, -2, -1))

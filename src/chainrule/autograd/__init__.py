@@ -17,11 +17,12 @@ from .gradcheck import GradcheckError, GradcheckReport, gradcheck, gradgradcheck
 from .implicit import custom_root, fixed_point, root
 from .pair import gradcheck_pair
 from .validate import ValidationResult, validate
+from .variable import Variable
 
 __all__ = [
     "backward", "grad", "forward_ad", "root", "custom_root", "fixed_point", "Function",
     "FunctionCtx", "once_differentiable", "gradcheck", "gradgradcheck", "GradcheckError",
     "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "detect_anomaly",
     "set_detect_anomaly", "is_anomaly_enabled", "AnomalyError", "validate", "ValidationResult",
-    "GradcheckReport", "gradcheck_pair",
+    "GradcheckReport", "gradcheck_pair", "Variable",
 ]

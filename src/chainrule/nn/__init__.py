@@ -12,9 +12,29 @@ gradients of any order, ``chainrule.func`` transforms and ``gradcheck`` work thr
 
 from . import functional, init, utils
 from ._functional_call import functional_call
-from ._module import Buffer, Module, ModuleDict, ModuleList, Parameter, Sequential
+from ._module import (
+    Buffer,
+    Module,
+    ModuleDict,
+    ModuleList,
+    Parameter,
+    ParameterDict,
+    ParameterList,
+    Sequential,
+)
 from .modules import *  # noqa: F401,F403
 from .modules import __all__ as _modules_all
+from .rnn import *  # noqa: F401,F403
+from .rnn import __all__ as _rnn_all
+from .transformer import *  # noqa: F401,F403
+from .transformer import __all__ as _transformer_all
+from .transformer import multi_head_attention_forward
+
+# transformer.py builds on functional.py, so the functional form is registered from here
+functional.multi_head_attention_forward = multi_head_attention_forward
+functional.__all__.append("multi_head_attention_forward")
 
 __all__ = ["functional", "init", "utils", "functional_call", "Parameter", "Buffer", "Module",
-           "Sequential", "ModuleList", "ModuleDict", *_modules_all]
+           "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict",
+           *_modules_all, *_rnn_all,
+           *_transformer_all]

@@ -12,7 +12,8 @@ from .._tensor import Tensor, _fill, check_grad_dtype, wrap
 from ..backend import numpy_dtype
 from ._hooks import add_hook, call_with_hooks
 
-__all__ = ["Parameter", "Buffer", "Module", "Sequential", "ModuleList", "ModuleDict"]
+__all__ = ["Parameter", "Buffer", "Module", "Sequential", "ModuleList", "ModuleDict",
+           "ParameterList", "ParameterDict"]
 
 _HOOK_TABLES = ("_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks",
                 "_backward_hooks")
@@ -61,10 +62,10 @@ class Parameter(Tensor):
     def __deepcopy__(self, memo):
         if id(self) in memo:
             return memo[id(self)]
+        # PyTorch's Parameter copies data and requires_grad, not .grad (a plain tensor's
+        # deepcopy keeps its .grad)
         p = Parameter(np.array(self._data, copy=True), self._requires_grad)
         memo[id(self)] = p
-        if self._grad is not None:
-            p._grad = self._grad.__deepcopy__(memo)
         return p
 
     def __reduce_ex__(self, protocol):
@@ -660,52 +661,135 @@ class ModuleList(_ModuleSequence):
         raise NotImplementedError("ModuleList has no forward: iterate over its modules")
 
 
-class ModuleDict(Module):
-    """A dict of modules, registered in insertion order."""
+class _DictOf(Module):
+    """A dict-like container over one of the module's tables (``_store``): the dict
+    methods; subclasses say how an item is registered (``__setitem__``)."""
 
-    def __init__(self, modules=None):
+    _store = "_modules"
+
+    def __init__(self, items=None):
         super().__init__()
-        if modules is not None:
-            self.update(modules)
+        if items is not None:
+            self.update(items)
+
+    def _table(self):
+        return self.__dict__[self._store]
 
     def __getitem__(self, key):
-        return self._modules[key]
+        return self._table()[key]
+
+    def __delitem__(self, key):
+        del self._table()[key]
+
+    def __len__(self):
+        return len(self._table())
+
+    def __iter__(self):
+        return iter(self._table())
+
+    def __contains__(self, key):
+        return key in self._table()
+
+    def keys(self):
+        return self._table().keys()
+
+    def values(self):
+        return self._table().values()
+
+    def items(self):
+        return self._table().items()
+
+    def get(self, key, default=None):
+        return self._table().get(key, default)
+
+    def pop(self, key):
+        return self._table().pop(key)
+
+    def clear(self):
+        self._table().clear()
+
+    def update(self, items):
+        """Add the ``(name, value)`` pairs of a mapping or an iterable."""
+        pairs = items.items() if hasattr(items, "items") else items
+        for k, v in pairs:
+            self[k] = v
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError(f"{type(self).__name__} has no forward: index it by name")
+
+
+class ModuleDict(_DictOf):
+    """A dict of modules, registered in insertion order."""
 
     def __setitem__(self, key, module):
         self.add_module(key, module)
 
-    def __delitem__(self, key):
-        del self._modules[key]
+
+
+def _as_parameter(value):
+    """A tensor as a Parameter (a Parameter as it is); other values as they are."""
+    if isinstance(value, Tensor) and not isinstance(value, Parameter):
+        return Parameter(value)
+    return value
+
+
+class ParameterList(Module):
+    """A list of parameters, registered under "0", "1", ...: ``len``, indexing, iteration,
+    ``append``, ``extend``. Tensors put in become Parameters (as PyTorch's)."""
+
+    def __init__(self, values=None):
+        super().__init__()
+        if values is not None:
+            self.extend(values)
+
+    def _key(self, idx):
+        n = len(self._parameters)
+        if not -n <= idx < n:
+            raise IndexError(f"ParameterList: index {idx} is out of range for {n} parameters")
+        return str(idx % n)
+
+    def __getitem__(self, idx):
+        if isinstance(idx, slice):
+            return ParameterList(list(self)[idx])
+        return self._parameters[self._key(idx)]
+
+    def __setitem__(self, idx, value):
+        self.register_parameter(self._key(idx), _as_parameter(value))
 
     def __len__(self):
-        return len(self._modules)
+        return len(self._parameters)
 
     def __iter__(self):
-        return iter(self._modules)
+        return iter(self._parameters.values())
 
-    def __contains__(self, key):
-        return key in self._modules
+    def append(self, value):
+        """Add ``value`` at the end; returns self."""
+        self.register_parameter(str(len(self)), _as_parameter(value))
+        return self
 
-    def keys(self):
-        return self._modules.keys()
+    def extend(self, values):
+        """Append each of ``values``; returns self."""
+        for v in values:
+            self.append(v)
+        return self
 
-    def values(self):
-        return self._modules.values()
+    def __iadd__(self, values):
+        return self.extend(values)
 
-    def items(self):
-        return self._modules.items()
-
-    def pop(self, key):
-        return self._modules.pop(key)
-
-    def clear(self):
-        self._modules.clear()
-
-    def update(self, modules):
-        """Add the ``(name, module)`` pairs of a mapping or an iterable."""
-        items = modules.items() if hasattr(modules, "items") else modules
-        for k, m in items:
-            self[k] = m
+    def extra_repr(self):
+        return "\n".join(f"({i}): Parameter containing: [{p.dtype} of size {tuple(p.shape)}]"
+                         for i, p in enumerate(self))
 
     def forward(self, *args, **kwargs):
-        raise NotImplementedError("ModuleDict has no forward: index it by name")
+        raise NotImplementedError("ParameterList has no forward: index it or iterate over it")
+
+
+class ParameterDict(_DictOf):
+    """A dict of parameters, registered under their keys in insertion order (dict methods:
+    ``keys``, ``values``, ``items``, ``update``, ``pop``, ``get``, ``in``). Tensors put in
+    become Parameters."""
+
+    _store = "_parameters"
+
+    def __setitem__(self, key, value):
+        self.register_parameter(key, _as_parameter(value))

@@ -20,7 +20,7 @@ from ._module import Module, Parameter
 
 __all__ = [
     "Identity", "Linear", "Bilinear", "Flatten", "Unflatten", "Dropout", "LayerNorm",
-    "GroupNorm", "BatchNorm1d", "Embedding",
+    "GroupNorm", "RMSNorm", "BatchNorm1d", "Embedding", "PReLU",
     "ReLU", "ReLU6", "LeakyReLU", "ELU", "SELU", "CELU", "GELU", "SiLU", "Mish", "Softplus",
     "Softsign", "Hardtanh", "Hardswish", "Hardsigmoid", "LogSigmoid", "Tanhshrink", "Tanh",
     "Sigmoid", "Softmax", "LogSoftmax", "Softmin",
@@ -164,33 +164,52 @@ class Dropout(Module):
         return f"p={self.p}, inplace={self.inplace}"
 
 
-class LayerNorm(Module):
-    """Layer normalisation over the trailing ``normalized_shape``; ``weight`` ones and
-    ``bias`` zeros of that shape when ``elementwise_affine``."""
+class _TrailingNorm(Module):
+    """What LayerNorm and RMSNorm share: ``normalized_shape`` (the trailing dims), ``eps``,
+    and the affine ``weight`` (ones) and, where the layer has one, ``bias`` (zeros)."""
 
-    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True,
-                 device=None, dtype=None):
+    def __init__(self, normalized_shape, eps, elementwise_affine, bias, dtype):
         super().__init__()
         if isinstance(normalized_shape, int):
             normalized_shape = (normalized_shape,)
         self.normalized_shape = tuple(normalized_shape)
         self.eps, self.elementwise_affine = eps, elementwise_affine
-        if elementwise_affine:
-            self.weight = Parameter(np.ones(self.normalized_shape, dtype=_dtype(dtype)))
-            if bias:
-                self.bias = Parameter(np.zeros(self.normalized_shape, dtype=_dtype(dtype)))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
-
-    def forward(self, input):
-        return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
+        shape, dt = self.normalized_shape, _dtype(dtype)
+        self.register_parameter(
+            "weight", Parameter(np.ones(shape, dtype=dt)) if elementwise_affine else None)
+        if bias is not None:  # bias=None: the layer has no bias slot (RMSNorm)
+            self.register_parameter(
+                "bias", Parameter(np.zeros(shape, dtype=dt)) if elementwise_affine and bias
+                else None)
 
     def extra_repr(self):
         return (f"{self.normalized_shape}, eps={self.eps}, "
                 f"elementwise_affine={self.elementwise_affine}")
+
+
+class LayerNorm(_TrailingNorm):
+    """Layer normalisation over the trailing ``normalized_shape``; ``weight`` ones and
+    ``bias`` zeros of that shape when ``elementwise_affine``."""
+
+    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True,
+                 device=None, dtype=None):
+        super().__init__(normalized_shape, eps, elementwise_affine, bool(bias), dtype)
+
+    def forward(self, input):
+        return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
+
+
+class RMSNorm(_TrailingNorm):
+    """Root-mean-square normalisation over the trailing ``normalized_shape`` (``eps=None``:
+    the dtype's machine epsilon); ``weight`` ones of that shape when
+    ``elementwise_affine``."""
+
+    def __init__(self, normalized_shape, eps=None, elementwise_affine=True, device=None,
+                 dtype=None):
+        super().__init__(normalized_shape, eps, elementwise_affine, None, dtype)
+
+    def forward(self, input):
+        return F.rms_norm(input, self.normalized_shape, self.weight, self.eps)
 
 
 class GroupNorm(Module):
@@ -332,6 +351,22 @@ class Embedding(Module):
 
 
 # --- activations -------------------------------------------------------------------------
+
+class PReLU(Module):
+    """``max(0, x) + a * min(0, x)`` with a learnable slope ``weight`` (``num_parameters``
+    entries: one, or one per channel, dim 1 of the input), initialised to ``init``."""
+
+    def __init__(self, num_parameters=1, init=0.25, device=None, dtype=None):
+        super().__init__()
+        self.num_parameters, self.init = num_parameters, init
+        self.weight = Parameter(np.full(num_parameters, init, dtype=_dtype(dtype)))
+
+    def forward(self, input):
+        return F.prelu(input, self.weight)
+
+    def extra_repr(self):
+        return f"num_parameters={self.num_parameters}"
+
 
 def _activation(name, fn, doc, params=(), repr_fmt=None):
     """A module class that calls ``fn(input, *params)``; ``params`` are ``(name, default)``

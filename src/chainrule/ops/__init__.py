@@ -18,6 +18,7 @@ from .rearrange import *  # noqa: F401,F403
 from .reduction import *  # noqa: F401,F403
 from .scans import *  # noqa: F401,F403
 from .scatter import *  # noqa: F401,F403
+from .searching import *  # noqa: F401,F403
 from .shape import *  # noqa: F401,F403
 from .sorting import *  # noqa: F401,F403
 from .special_fns import *  # noqa: F401,F403
