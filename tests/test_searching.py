@@ -33,7 +33,8 @@ def _programs(m):
         "or": m.logical_or(x, t([0.0, 0.0, 1.0])), "xor": m.logical_xor(x, x > 1),
         "signbit": m.signbit(t([-0.0, 0.0, -1.0])),
         "heaviside": m.heaviside(t([-1.0, 0.0, 2.0]), t([0.5])),
-        "method": x.nonzero(),
+        "method": x.nonzero(), "nonzero_0d": m.nonzero(t(3.0)),
+        "nonzero_0d_zero": m.nonzero(t(0.0)),
     }
     return {k: tuple(np.asarray(v) for v in r) if isinstance(r, tuple) else np.asarray(r)
             for k, r in out.items()}
@@ -59,6 +60,7 @@ def test_values_from_their_definitions():
     np.testing.assert_array_equal(r["signbit"], [True, False, True])
     np.testing.assert_array_equal(r["heaviside"], [0.0, 0.5, 1.0])
     assert r["method"].dtype == np.int64
+    assert r["nonzero_0d"].shape == (1, 0) and r["nonzero_0d_zero"].shape == (0, 0)
 
 
 def test_no_silent_gradients():
@@ -83,6 +85,7 @@ def test_against_torch():
         a, b = ours[k], theirs[k]
         for u, v in zip(a if isinstance(a, tuple) else (a,), b if isinstance(b, tuple) else (b,)):
             np.testing.assert_array_equal(u, v, err_msg=k)
+            assert np.shape(u) == np.shape(v), k
 
 
 def test_random_fills_in_place():

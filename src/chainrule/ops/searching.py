@@ -49,12 +49,14 @@ def _no_derivative(data, op, *inputs):
 @name_errors
 def nonzero(input, *, as_tuple=False):
     """Indices of the non-zero entries: an (n, ndim) int64 tensor, or with ``as_tuple`` one
-    1-D tensor per dim (a 0-d input counts as 1-D)."""
+    1-D tensor per dim (there, a 0-d input counts as 1-D)."""
     a = _host(input, "nonzero")
     idx = np.nonzero(np.atleast_1d(a))
     if as_tuple:
         return tuple(wrap(i.astype(np.int64)) for i in idx)
-    return wrap(np.stack(idx, axis=-1).astype(np.int64).reshape(-1, max(a.ndim, 1)))
+    if a.ndim == 0:  # (1, 0) or (0, 0): one or no entry, no coordinates
+        return wrap(np.zeros((int(a != 0), 0), dtype=np.int64))
+    return wrap(np.stack(idx, axis=-1).astype(np.int64))
 
 
 @name_errors
