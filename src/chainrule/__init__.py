@@ -32,6 +32,7 @@ from . import (  # noqa: E402
     nn,
     optim,
     special,
+    testing,
     utils,
     viz,
 )
@@ -59,6 +60,6 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Tensor", "TABLE", "amp", "autograd", "func", "linalg", "masked", "nn", "optim", "ops",
-    "special", "utils", "viz",
+    "special", "testing", "utils", "viz",
     "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "float32", "float64", "device",
 ]
