@@ -1013,3 +1013,57 @@ def test_retain_grad_sees_the_gradient_after_other_hooks_as_in_pytorch_2():
     h.sum().backward()
     assert np.allclose(h.grad.numpy(), [10.0, 10.0])
     assert np.allclose(x.grad.numpy(), [10.0, 10.0])
+
+
+def _node_hooks_program(m):
+    x = m.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 3
+    z = y.sin()
+    seen = []
+    y.grad_fn.register_prehook(lambda go: seen.append([round(v, 9) for v in go[0].tolist()]))
+    handle = y.grad_fn.register_hook(lambda gi, go: (gi[0] * 10, gi[1]))
+    y.register_hook(lambda g: g * 2)          # tensor hooks run before the node's prehooks
+    z.sum().backward(retain_graph=True)
+    first = np.array(x.grad.tolist())
+    handle.remove()
+    x.grad = None
+    z.sum().backward()
+    return seen, first, np.array(x.grad.tolist())
+
+
+def test_node_hooks_see_and_replace_gradients():
+    seen, first, second = _node_hooks_program(cr)
+    x = np.array([1.0, 2.0])
+    g_y = 2 * np.cos(3 * x)                   # the tensor hook doubles dz/dy = cos(3x)
+    np.testing.assert_allclose(seen[0], g_y, rtol=1e-8)
+    np.testing.assert_allclose(first, 10 * 3 * g_y)   # the post hook scales grad_input
+    np.testing.assert_allclose(second, 3 * g_y)       # removed
+    n = (leaf([1.0]) * 2).grad_fn
+    n.metadata["note"] = "scaled"
+    assert n.metadata == {"note": "scaled"} and isinstance(n, autograd.graph.Node)
+    w = leaf([1.0, 2.0])
+    v = w * 2
+    v.grad_fn.register_hook(lambda gi, go: (gi[0],))
+    with pytest.raises(RuntimeError, match="returned 1 values for grad_inputs, expected 2"):
+        v.sum().backward()
+    u = w * 2
+    u.grad_fn.register_prehook(lambda go: (go[0][:1],))
+    with pytest.raises(RuntimeError, match="changed the size"):
+        u.sum().backward()
+    with pytest.raises(NotImplementedError, match="pack/unpack"):
+        autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t)
+    t = leaf([1.0])
+    s = t * t
+    autograd.graph.increment_version(t)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        s.sum().backward()
+
+
+def test_node_hooks_match_torch():
+    torch = pytest.importorskip("torch")
+    ours = _node_hooks_program(cr)
+    assert len(ours[0]) == 2               # the prehook ran in both passes
+    theirs = _node_hooks_program(torch)
+    np.testing.assert_allclose(ours[0], theirs[0], rtol=1e-6)
+    np.testing.assert_allclose(ours[1], theirs[1], rtol=1e-6)
+    np.testing.assert_allclose(ours[2], theirs[2], rtol=1e-6)

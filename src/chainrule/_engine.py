@@ -201,9 +201,11 @@ def _walk(roots, seeds, retain_graph, accumulate, capture, only, F, kind, owned=
         g = pop(node, None)
         if needed is not None and node not in needed:
             continue  # on no path to a captured node: it does not run, nor do its hooks
+        post = None
         if node.pre_hooks or node in capture_nodes:
             if node.pre_hooks and batched_ns is not None:
                 raise Unbatchable(_unbatchable(node, "has a hook"))
+            post = node.pre_hooks.get("post") if node.pre_hooks else None
             before = g
             g = _hooks_and_capture(node, g, capture_nodes, capture, captured)
             if g is not before:
@@ -227,6 +229,8 @@ def _walk(roots, seeds, retain_graph, accumulate, capture, only, F, kind, owned=
                 input_grads = node.plan.vjp(F, g, saved)
             else:
                 input_grads = node._vjp(g, F)
+            if post:
+                input_grads = _run_post_hooks(node, post, input_grads, g)
             if check_node is not None and input_grads is not None:
                 check_node(node, input_grads, g)  # before the saved values are freed
             if saved and not retain_graph:
@@ -244,6 +248,8 @@ def _walk(roots, seeds, retain_graph, accumulate, capture, only, F, kind, owned=
                     if owned:
                         taken.add(id(g))
                     _accumulate(node.variable, g, owned)
+            if post:
+                _run_post_hooks(node, post, (), g)
             continue
         else:  # several outputs, or a custom Function
             if g is None or (node.nout != 1 and all(x is None for x in g)):
@@ -253,6 +259,8 @@ def _walk(roots, seeds, retain_graph, accumulate, capture, only, F, kind, owned=
                         and not node.batches_cotangents:
                     raise Unbatchable(_unbatchable(node, None))
                 input_grads = node._vjp(g, F, graph)
+            if post:
+                input_grads = _run_post_hooks(node, post, input_grads, g)
             if check_node is not None and input_grads is not None:
                 check_node(node, input_grads, g)
             if not retain_graph:
@@ -333,9 +341,49 @@ def _capture(node, g, capture, captured):
             captured[slot] = value
 
 
+def _as_tensors(values):
+    return tuple(None if v is None else v if isinstance(v, Tensor) else wrap(v)
+                 for v in values)
+
+
+def _from_hook(result, values, hook, node, what):
+    """A node hook's returned tuple, checked against ``values`` (same length, shapes and
+    dtypes) and in the engine's form (arrays, copied, unless the pass records a graph)."""
+    result = tuple(result)
+    if len(result) != len(values):
+        raise RuntimeError(f"hook '{getattr(hook, '__name__', 'hook')}' of {node.name()} "
+                           f"returned {len(result)} values for {what}, expected "
+                           f"{len(values)}")
+    out = []
+    for v, r in zip(values, result):
+        if r is None or v is None:
+            out.append(None if v is None or r is None else r)
+            continue
+        _check_hook_result(hook, node, v, r)
+        if isinstance(v, Tensor):
+            out.append(r if isinstance(r, Tensor) else wrap(r))
+        else:
+            out.append(np.array(r._data if isinstance(r, Tensor) else r))
+    return out
+
+
+def _run_post_hooks(node, hooks, input_grads, g):
+    """``register_hook`` hooks of a node: ``hook(grad_inputs, grad_outputs)``."""
+    grads_out = _as_tensors([g] if node.nout == 1 else g)
+    values = list(input_grads) if input_grads is not None else [None] * len(
+        node.next_functions)
+    for hook in list(hooks):
+        result = hook(_as_tensors(values), grads_out)
+        if result is not None:
+            values = _from_hook(result, values, hook, node, "grad_inputs")
+    return values
+
+
 def _run_pre_hooks(node, g):
     grads = [g] if node.nout == 1 else list(g)
     for nr, hooks in node.pre_hooks.items():
+        if nr.__class__ is not int:  # the node's own hooks (register_prehook/register_hook)
+            continue
         # retain_grad's hook runs last, so .grad shows what the other hooks made of it
         for hook in sorted(hooks, key=lambda h: getattr(h, "retains_grad", False)):
             if grads[nr] is None:
@@ -351,6 +399,10 @@ def _run_pre_hooks(node, g):
                     # a copy: the hook's tensor is the user's and must not become .grad
                     grads[nr] = np.array(result._data if isinstance(result, Tensor)
                                          else result)
+    for hook in list(node.pre_hooks.get("node", ())):  # after the tensors' hooks
+        result = hook(_as_tensors(grads))
+        if result is not None:
+            grads = _from_hook(result, grads, hook, node, "grad_outputs")
     return grads[0] if node.nout == 1 else grads
 
 

@@ -59,7 +59,7 @@ class Node:
     the node's one backward path, for every order.
     """
 
-    __slots__ = ("next_functions", "shapes", "pre_hooks", "__weakref__")
+    __slots__ = ("next_functions", "shapes", "pre_hooks", "_metadata", "__weakref__")
     nout = 1
     runs_on_undefined = False  # a custom Function's backward runs even on no cotangent
     batches_cotangents = False  # a custom Function's backward that takes a batch of them
@@ -76,6 +76,27 @@ class Node:
         hooks = self.pre_hooks.setdefault(output_nr, [])
         hooks.append(hook)
         return _Handle(hooks, hook)
+
+    def register_prehook(self, fn):
+        """``fn(grad_outputs) -> tuple or None`` runs before this node's backward, after
+        the hooks of the tensors it made; a returned tuple replaces ``grad_outputs``
+        (``torch.autograd.graph.Node.register_prehook``). Returns a handle."""
+        return self._add_pre_hook("node", fn)
+
+    def register_hook(self, fn):
+        """``fn(grad_inputs, grad_outputs) -> tuple or None`` runs after this node's
+        backward; ``grad_inputs`` has one entry per ``next_functions`` edge (None where
+        nothing flows), and a returned tuple of that length replaces it. Returns a handle."""
+        return self._add_pre_hook("post", fn)
+
+    @property
+    def metadata(self):
+        """A dict kept on the node, for the user's notes (empty at first)."""
+        try:
+            return self._metadata
+        except AttributeError:
+            self._metadata = {}
+            return self._metadata
 
     def _vjp(self, g, F, graph=False):  # pragma: no cover - abstract
         raise NotImplementedError
