@@ -16,7 +16,7 @@ import weakref
 import numpy as np
 
 from . import _state, _table
-from ._node import MultiOpNode, OpNode, accumulator
+from ._node import MultiOpNode, OpNode, SliceNode, accumulator
 from ._tensor import Tensor, _fill
 from .backend import NUMPY, ChunkedShape, backend_of
 
@@ -36,6 +36,9 @@ AFTER_OP = []
 
 
 _PY_SCALARS = (float, int, bool)  # NumPy 2 already promotes these weakly (NEP 50)
+# Ops whose nodes are SliceNodes (first-order VJP kept as a Scattered cotangent); the
+# indexing family registers its basic slice here.
+SCATTERED_VJP = set()
 _CATEGORY = {"b": 0, "i": 1, "u": 1, "f": 2, "c": 3}
 
 
@@ -413,6 +416,8 @@ def _record(op, inputs, datas, attrs, out, mask):
         node = _new(OpNode)
         node.out_shape = out.shape
         if op.view:
+            if op in SCATTERED_VJP:
+                node.__class__ = SliceNode
             if op.view is True or shares_memory(out, datas[0]):
                 result = _output(out, node, 0, inputs[0]._vc)
                 _mark_view(result, inputs[0], op, attrs)

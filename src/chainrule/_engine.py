@@ -13,10 +13,12 @@ captured (``autograd.grad``).
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from . import _node
-from ._node import AccumulateGrad, MultiOpNode, OpNode
+from ._node import AccumulateGrad, MultiOpNode, OpNode, Scattered
 from ._ns import RAW
 from ._state import STATE, enable_grad
 from ._tensor import Tensor, wrap
@@ -66,6 +68,18 @@ def _dependencies(roots, targets=()):
     root_set = set(roots)
     stack = list(roots)
     push, pop = stack.append, stack.pop
+    if not targets:  # backward(): nothing to decide about sinks
+        while stack:
+            for child, _ in pop().next_functions:
+                if child is not None:
+                    count = get(child)
+                    if count is None:
+                        deps[child] = 1
+                        if child not in root_set:  # roots are already on the stack
+                            push(child)
+                    else:
+                        deps[child] = count + 1
+        return deps, False
     sinks_targeted = True
     while stack:
         node = pop()
@@ -196,12 +210,18 @@ def _walk(roots, seeds, retain_graph, accumulate, capture, only, F, kind, owned=
     take = ready.pop
     make_ready = ready.append
     get = buffers.get
+    # node -> the array this walk made for that node's buffer (adding into it in place is
+    # safe until the node runs); weak, so a consumed buffer is not kept alive
+    mine = None
+    post = None  # a node's register_hook hooks, set and consumed within its iteration
     while ready:
         node = take()
         g = pop(node, None)
+        if g.__class__ is Scattered:  # a slice's cotangent that nothing was added to
+            g = g.materialize()
+            fresh.add(node)
         if needed is not None and node not in needed:
             continue  # on no path to a captured node: it does not run, nor do its hooks
-        post = None
         if node.pre_hooks or node in capture_nodes:
             if node.pre_hooks and batched_ns is not None:
                 raise Unbatchable(_unbatchable(node, "has a hook"))
@@ -231,6 +251,7 @@ def _walk(roots, seeds, retain_graph, accumulate, capture, only, F, kind, owned=
                 input_grads = node._vjp(g, F)
             if post:
                 input_grads = _run_post_hooks(node, post, input_grads, g)
+                post = None
             if check_node is not None and input_grads is not None:
                 check_node(node, input_grads, g)  # before the saved values are freed
             if saved and not retain_graph:
@@ -249,7 +270,9 @@ def _walk(roots, seeds, retain_graph, accumulate, capture, only, F, kind, owned=
                         taken.add(id(g))
                     _accumulate(node.variable, g, owned)
             if post:
-                _run_post_hooks(node, post, (), g)
+                if g is not None:
+                    _run_post_hooks(node, post, (), g)
+                post = None
             continue
         else:  # several outputs, or a custom Function
             if g is None or (node.nout != 1 and all(x is None for x in g)):
@@ -259,8 +282,12 @@ def _walk(roots, seeds, retain_graph, accumulate, capture, only, F, kind, owned=
                         and not node.batches_cotangents:
                     raise Unbatchable(_unbatchable(node, None))
                 input_grads = node._vjp(g, F, graph)
+            if input_grads is not None and (post or check_node is not None):
+                input_grads = [x.materialize() if x.__class__ is Scattered else x
+                               for x in input_grads]
             if post:
                 input_grads = _run_post_hooks(node, post, input_grads, g)
+                post = None
             if check_node is not None and input_grads is not None:
                 check_node(node, input_grads, g)
             if not retain_graph:
@@ -284,16 +311,46 @@ def _walk(roots, seeds, retain_graph, accumulate, capture, only, F, kind, owned=
                             if type(child) is AccumulateGrad and is_op and plain \
                                     and _made_here(ig, g):
                                 fresh.add(child)
+                        elif ig.__class__ is Scattered or old.__class__ is Scattered:
+                            if mine is None:
+                                mine = weakref.WeakValueDictionary()
+                            buffers[child] = _add_scattered(old, ig, mine, child)
+                            fresh.add(child)
                         else:
                             buffers[child] = old + ig
                             fresh.add(child)
                     else:
+                        if ig.__class__ is Scattered:
+                            ig = ig.materialize()
                         _add(buffers, child, nr, ig)
             count = deps[child] - 1
             deps[child] = count
             if count == 0:
                 make_ready(child)
     return captured
+
+
+def _add_scattered(old, ig, mine, node):
+    """``old + ig`` for ``node``'s buffer, where one is a :class:`Scattered`: added in place
+    into the array this walk made for that buffer (``mine[node]``), else into a fresh one,
+    so slices of one tensor accumulate in O(slice) each."""
+    if old.__class__ is Scattered:
+        old, ig = ig, old
+        if old.__class__ is Scattered:
+            old = mine[node] = old.materialize()
+    if mine.get(node) is not old:
+        old = mine[node] = np.array(old)  # not ours to write into: a copy is
+    if ig.__class__ is Scattered:
+        if np.result_type(old.dtype, ig.g.dtype) != old.dtype:
+            out = mine[node] = old + np.asarray(ig)
+            return out
+        old[ig.index] += ig.g
+        return old
+    if np.result_type(old, ig) != old.dtype or ig.shape != old.shape:
+        out = mine[node] = old + ig
+        return out
+    old += ig
+    return old
 
 
 class Unbatchable(NotImplementedError):
@@ -368,7 +425,10 @@ def _from_hook(result, values, hook, node, what):
 
 
 def _run_post_hooks(node, hooks, input_grads, g):
-    """``register_hook`` hooks of a node: ``hook(grad_inputs, grad_outputs)``."""
+    """``register_hook`` hooks of a node: ``hook(grad_inputs, grad_outputs)`` (not called
+    when the node did not run: no cotangent reached it)."""
+    if input_grads is None:
+        return None
     grads_out = _as_tensors([g] if node.nout == 1 else g)
     values = list(input_grads) if input_grads is not None else [None] * len(
         node.next_functions)

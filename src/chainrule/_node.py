@@ -252,6 +252,57 @@ class OpNode(Node):
         raise AttributeError(f"{self.name()!r} object has no attribute {attr!r}")
 
 
+class Scattered:
+    """A cotangent that is zero but at a basic-slice ``index``, where it is ``g``: the VJP
+    of ``x[index]``, kept as ``(shape, index, g)``. The engine adds it into another
+    cotangent in place (``out[index] += g``) and makes it an array only when a rule, hook
+    or leaf needs one, so a loop over ``x[t]`` costs O(size of x) in the backward pass
+    rather than O(T * size of x)."""
+
+    __slots__ = ("shape", "index", "g")
+    __array_ufunc__ = None  # never mixed into NumPy arithmetic unnoticed
+
+    def __init__(self, shape, index, g):
+        self.shape, self.index, self.g = tuple(shape), index, g
+
+    @property
+    def dtype(self):
+        return self.g.dtype
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    def materialize(self):
+        """A fresh array: zeros with ``g`` at ``index``."""
+        out = np.zeros(self.shape, dtype=self.g.dtype)
+        out[self.index] = self.g
+        return out
+
+    def __array__(self, dtype=None, copy=None):
+        out = self.materialize()
+        return out if dtype is None else out.astype(dtype)
+
+
+class SliceNode(OpNode):
+    """The node of a basic slice (``x[1:3]``, ``x[t]``): its first-order VJP on a NumPy
+    cotangent is a :class:`Scattered`; every other pass (recorded, batched, another
+    backend) runs the table's rule."""
+
+    __slots__ = ()
+    batches_cotangents = True  # a table primitive: the batched rules apply
+
+    def _vjp(self, g, F, graph=False):
+        if graph or g.__class__ is not np.ndarray:
+            return OpNode._vjp(self, g, F, graph)
+        saved = self.saved
+        if saved is None:
+            raise RuntimeError(FREED)
+        if self.checks:
+            self._check_versions()
+        return (Scattered(self.shapes[0], saved[self.plan.names.index("index")], g),)
+
+
 class MultiOpNode(OpNode):
     """The node of a primitive with several outputs (its rules receive a tuple ``g``)."""
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _ns
+from .. import _dispatch, _ns
 from .._dispatch import apply
 from .._table import defop, documented
 from .._tensor import Tensor
@@ -58,6 +58,7 @@ SLICE = defop(
     math={"self": "grad_x = zeros(x.shape); grad_x[index] = grad", "out": "dy = dx[index]"},
     source=SCATTER,
 )
+_dispatch.SCATTERED_VJP.add(SLICE)  # the engine adds x[t]'s cotangent in place
 INDEX = defop(
     "index", xp_kernel(lambda xp, x, index: x[index]), ("self",), attrs=("index",),
     vjp={"self": _scatter_back}, jvp={"self": lambda F, t, index: t[index]},
