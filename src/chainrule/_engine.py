@@ -58,35 +58,16 @@ def sum_to(g, shape, F=RAW):
 _node.ENGINE.sum_to = sum_to  # Node.__call__ (grad_fn(g)) sums back to input shapes too
 
 
-def _dependencies(roots, targets=()):
-    """For each node reachable from ``roots``: the number of edges pointing at it; and
-    whether every sink (a node with no inputs to pass cotangents to, such as a leaf's
-    AccumulateGrad) is in ``targets``, in which case every node reachable leads to a
-    target."""
+def _dependencies(roots):
+    """For each node reachable from ``roots``: the number of edges pointing at it."""
     deps = {}
     get = deps.get
     root_set = set(roots)
     stack = list(roots)
     push, pop = stack.append, stack.pop
-    if not targets:  # backward(): nothing to decide about sinks
-        while stack:
-            for child, _ in pop().next_functions:
-                if child is not None:
-                    count = get(child)
-                    if count is None:
-                        deps[child] = 1
-                        if child not in root_set:  # roots are already on the stack
-                            push(child)
-                    else:
-                        deps[child] = count + 1
-        return deps, False
-    sinks_targeted = True
     while stack:
-        node = pop()
-        sink = True
-        for child, _ in node.next_functions:
+        for child, _ in pop().next_functions:
             if child is not None:
-                sink = False
                 count = get(child)
                 if count is None:
                     deps[child] = 1
@@ -94,9 +75,16 @@ def _dependencies(roots, targets=()):
                         push(child)
                 else:
                     deps[child] = count + 1
-        if sink and sinks_targeted and node not in targets:
-            sinks_targeted = False
-    return deps, sinks_targeted
+    return deps
+
+
+def _sinks_targeted(deps, roots, targets):
+    """Whether every sink (a node with no input to pass cotangents to, such as a leaf's
+    AccumulateGrad) is in ``targets``: then every node reachable leads to a target."""
+    for node in (*roots, *deps):
+        if node not in targets and all(c is None for c, _ in node.next_functions):
+            return False
+    return True
 
 
 def _needed(roots, targets):
@@ -192,14 +180,14 @@ def _walk(roots, seeds, retain_graph, accumulate, capture, only, F, kind, owned=
     check_node = HOOKS.check_node if STATE.anomaly else None  # detect_anomaly()
     root_nodes = list(dict.fromkeys(node for node, _ in roots))
     capture_nodes = {node for node, _ in capture} if capture else ()
-    deps, sinks_targeted = _dependencies(root_nodes, capture_nodes)
+    deps = _dependencies(root_nodes)
     buffers = {}
     for (node, nr), seed in zip(roots, seeds):
         _add(buffers, node, nr, seed)
     captured = [None] * (max(capture.values()) + 1 if capture else 0)
     # Only the nodes on a path to a captured one run (none to prune when every sink is one)
     needed = _needed(root_nodes, capture_nodes) if capture and not accumulate \
-        and not sinks_targeted else None
+        and not _sinks_targeted(deps, root_nodes, capture_nodes) else None
     ready = [n for n in root_nodes if deps.get(n, 0) == 0]
     pop = buffers.pop
     # Leaves whose buffered cotangent is a fresh array made by this walk (a rule's result
