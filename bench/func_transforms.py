@@ -9,6 +9,8 @@ Hessian with jacfwd(jacrev(...)).
    Targets: at most 1.5x the NumPy time and at most torch.func's time.
 2. The Hessian of ``f(x) = sum(tanh(A x)) + |x|^2 / 2`` for x of size 100 with
    ``jacfwd(jacrev(f))``, beside torch.func's. Target: at most torch.func's time.
+3. (No target.) Per-sample gradients of an MLP classifier through ``functional_call`` and
+   ``nll_loss`` (PyTorch's per-sample-gradients tutorial, with an MLP for its CNN).
 
 Medians of interleaved repeats after warm-up, one thread. Run from the repository root:
 
@@ -119,5 +121,36 @@ def main():
         print(f"chainrule / torch.func = {r:.2f}x (target <= 1x: {'met' if r <= 1 else 'NOT met'})")
 
 
+def mlp_per_sample(m, tf):
+    """PyTorch's per-sample-gradients tutorial with an MLP (784-128-10, log_softmax and
+    nll_loss, 64 samples) through functional_call: the function to time."""
+    m.manual_seed(0)
+    nn, F = m.nn, m.nn.functional
+    model = nn.Sequential(nn.Flatten(), nn.Linear(784, 128), nn.ReLU(), nn.Linear(128, 10))
+    if m is torch:
+        model = model.double()
+    params = {k: v.detach() for k, v in model.named_parameters()}
+    data, targets = m.randn(64, 1, 28, 28, dtype=m.float64), m.randint(10, (64,))
+
+    def loss(p, sample, target):
+        out = tf.functional_call(model, p, (sample.unsqueeze(0),))
+        return F.nll_loss(F.log_softmax(out, dim=1), target.unsqueeze(0))
+
+    per = tf.vmap(tf.grad(loss), in_dims=(None, 0, 0))
+    return lambda: per(params, data, targets)
+
+
+def mlp_table():
+    fns = {"chainrule": mlp_per_sample(cr, func)}
+    if torch is not None:
+        import torch.func as tf
+        fns["torch.func"] = mlp_per_sample(torch, tf)
+    ms = {k: v * 1e3 for k, v in interleaved_medians(fns, warmup=2, repeats=9).items()}
+    print("\nper-sample gradients of an MLP classifier (784-128-10, nll_loss, 64 samples), ms")
+    print(f"{'chainrule':>12} | {'torch.func':>20}")
+    print(f"{ms['chainrule']:>12.2f} | {torch_cell(ms.get('torch.func'), '.2f'):>20}")
+
+
 if __name__ == "__main__":
     main()
+    mlp_table()

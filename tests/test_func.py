@@ -412,3 +412,43 @@ def test_batch_norm_without_running_stats_and_identity_transforms():
     with pytest.raises(ValueError, match="remove"):
         F.functionalize(f, remove="views")
     assert F.debug_unwrap(x) is x
+
+
+@pytest.mark.parametrize("loss_name, kwargs", [
+    # 'sum' where a sample may be ignored: a mean over no counted entry is 0/0 (NaN), as
+    # in PyTorch
+    ("nll_loss", {}), ("nll_loss", {"ignore_index": 2, "reduction": "sum"}),
+    ("cross_entropy", {}), ("cross_entropy", {"label_smoothing": 0.1}),
+    ("cross_entropy", {"weight": "w", "ignore_index": 0, "reduction": "sum"}),
+])
+def test_per_sample_gradients_of_class_index_losses_run_batched(loss_name, kwargs):
+    """vmap(grad(loss)) over integer class targets runs the loss once on the whole batch
+    (the pick is a one-hot ``where``), with the per-sample loop's gradients."""
+    from chainrule.nn import functional as NF
+
+    rng = np.random.default_rng(3)
+    X = cr.tensor(rng.standard_normal((6, 4)))
+    y = cr.tensor(np.array([0, 2, 1, 2, 0, 1]))
+    W = cr.tensor(rng.standard_normal((3, 4)))
+    kw = {k: (cr.tensor([0.5, 1.0, 2.0]) if v == "w" else v) for k, v in kwargs.items()}
+    fn = getattr(NF, loss_name)
+    calls = []
+
+    def loss(w, x, t):
+        calls.append(1)
+        logits = (w @ x).unsqueeze(0)
+        inp = NF.log_softmax(logits, 1) if loss_name == "nll_loss" else logits
+        return fn(inp, t.unsqueeze(0), **kw)
+
+    per = F.vmap(F.grad(loss), in_dims=(None, 0, 0))(W, X, y)
+    assert len(calls) == 1                                 # one batched evaluation
+    calls.clear()
+    loop = [F.grad(loss)(W, X[i], y[i]) for i in range(6)]
+    np.testing.assert_allclose(np.asarray(per), np.stack([np.asarray(g) for g in loop]),
+                               rtol=1e-12, atol=1e-12)
+    assert np.all(np.isfinite(np.asarray(per)))
+    if "ignore_index" in kwargs:  # an ignored sample has no gradient
+        ignored = np.asarray(y) == kwargs["ignore_index"]
+        assert np.all(np.asarray(per)[ignored] == 0) and np.any(np.asarray(per)[~ignored])
+    with pytest.raises(IndexError, match="Target 7 is out of bounds"):
+        F.vmap(F.grad(loss), in_dims=(None, 0, 0))(W, X, cr.tensor([0, 1, 7, 0, 0, 0]))

@@ -20,6 +20,7 @@ import numpy as np
 
 from .. import _creation
 from .. import ops as _ops
+from .._batched import Batched
 from .._state import no_grad
 from .._tensor import Tensor, wrap
 
@@ -493,6 +494,12 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
 # --- embeddings, one-hot, padding --------------------------------------------------------
 
 def _index_array(x, fname, what="input"):
+    if isinstance(x, Tensor) and isinstance(x._data, Batched):
+        # inside vmap: the tensor of a batch of indices stays a tensor (see _gather_classes)
+        if x._data.dtype.kind not in "iu":
+            raise RuntimeError(f"{fname}: expected {what} of an integer dtype (Long or Int), "
+                               f"got {x._data.dtype}")
+        return x
     a = x.numpy() if isinstance(x, Tensor) else np.asarray(x)
     if a.dtype.kind not in "iu":
         raise RuntimeError(f"{fname}: expected {what} of an integer dtype (Long or Int), got "
@@ -724,15 +731,39 @@ def _class_last(x):
     return x if x.ndim == 1 else _ops.movedim(x, 1, -1)
 
 
-def _gather_classes(logp, t, weight, ignore_index, fname):
-    """Per-sample ``-w[t] logp[t]`` and ``w[t]`` (0 where ignored), for class indices ``t``
-    (an int ndarray) and log-probabilities ``logp`` (Tensor, classes along dim 1 or 0)."""
-    c = logp.shape[0 if logp.ndim == 1 else 1]
+def _check_classes(t, c, ignore_index, fname):
+    """Class indices ``t`` (an int ndarray) in ``[0, c)`` or ``ignore_index``; the mask of
+    the ignored ones."""
     ignored = t == ignore_index
     bad = (~ignored) & ((t < 0) | (t >= c))
     if bad.any():
         raise IndexError(f"{fname}: Target {int(t[bad].flat[0])} is out of bounds (classes "
                          f"[0, {c}))")
+    return ignored
+
+
+def _gather_batched_classes(logp, t, weight, ignore_index, fname):
+    """``_gather_classes`` inside vmap, for ``t`` a tensor of a batch of class indices: the
+    pick is ``where(one_hot, logp, 0)`` summed over the classes, elementwise ops that run on
+    the whole batch (the bounds are checked on every sample's indices at once)."""
+    c = logp.shape[0 if logp.ndim == 1 else 1]
+    _check_classes(t._data.data, c, ignore_index, fname)
+    onehot = _ops.unsqueeze(t, -1) == wrap(np.arange(c))
+    last = _class_last(logp)
+    picked = _ops.where(onehot, last, 0.0).sum(-1)
+    counted = (t != ignore_index).to(logp.dtype)
+    wt = counted if weight is None else \
+        _ops.where(onehot, _t(weight), 0.0).sum(-1) * counted
+    return -picked * wt, wt
+
+
+def _gather_classes(logp, t, weight, ignore_index, fname):
+    """Per-sample ``-w[t] logp[t]`` and ``w[t]`` (0 where ignored), for class indices ``t``
+    (an int ndarray; inside vmap, a tensor of a batch of them) and log-probabilities
+    ``logp`` (Tensor, classes along dim 1 or 0)."""
+    if isinstance(t, Tensor):
+        return _gather_batched_classes(logp, t, weight, ignore_index, fname)
+    ignored = _check_classes(t, logp.shape[0 if logp.ndim == 1 else 1], ignore_index, fname)
     safe = np.where(ignored, 0, t).astype(np.int64)
     last = _class_last(logp)
     picked = _ops.take_along_dim(last, wrap(safe[..., None]), dim=-1)[..., 0]
@@ -816,10 +847,10 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
                            f"{_size(_shape(weight))}")
     tdata = target._data if isinstance(target, Tensor) else np.asarray(target)
     if tdata.dtype.kind in "iu":
-        t = target.numpy() if isinstance(target, Tensor) else tdata
+        t = _index_array(target, "cross_entropy", "target")  # a tensor inside vmap
         _class_shapes(tuple(x.shape), t.shape, "cross_entropy")
         if (weight is None and label_smoothing == 0.0 and x.ndim >= 2
-                and not (t == ignore_index).any()):
+                and not isinstance(t, Tensor) and not (t == ignore_index).any()):
             return _ops.cross_entropy(x, t, reduction=reduction)  # the fused primitive
         logp = _ops.log_softmax(x, cdim)
         nll, w = _gather_classes(logp, t, weight, ignore_index, "cross_entropy")
@@ -827,7 +858,8 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
                                                    else nll.sum() / w.sum())
         if label_smoothing == 0.0:
             return nll_red
-        counted = wrap((t != ignore_index).astype(x.dtype))
+        counted = (t != ignore_index).to(x.dtype) if isinstance(t, Tensor) else \
+            wrap((t != ignore_index).astype(x.dtype))
         if weight is None:
             smooth = -logp.sum(dim=cdim) * counted
         else:

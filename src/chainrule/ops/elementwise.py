@@ -438,12 +438,16 @@ def _data(x):
     return x._data if isinstance(x, Tensor) else x
 
 
+def _host_or_number(x):
+    return x.__class__ is np.ndarray or not hasattr(x, "shape") or isinstance(x, np.generic)
+
+
 def _compare(ufunc, op):
     def fn(input, other):
         a, b = _data(input), _data(other)
-        if a.__class__ is np.ndarray or b.__class__ is np.ndarray:
+        if _host_or_number(a) and _host_or_number(b):
             return wrap(np.asarray(ufunc(a, b)))  # (a 0-d result stays an array)
-        return wrap(op(a, b))  # another backend's array (or scalars): its own operator
+        return wrap(op(a, b))  # another backend's array (vmap's batch too): its operator
 
     fn.__name__ = ufunc.__name__
     fn.__doc__ = f"Elementwise ``{ufunc.__name__}``; returns a bool tensor without grad."
