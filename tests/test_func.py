@@ -452,3 +452,23 @@ def test_per_sample_gradients_of_class_index_losses_run_batched(loss_name, kwarg
         assert np.all(np.asarray(per)[ignored] == 0) and np.any(np.asarray(per)[~ignored])
     with pytest.raises(IndexError, match="Target 7 is out of bounds"):
         F.vmap(F.grad(loss), in_dims=(None, 0, 0))(W, X, cr.tensor([0, 1, 7, 0, 0, 0]))
+
+
+def test_vmap_falls_back_when_numpy_reduces_a_batch():
+    """A function that reduces a tensor's data with NumPy (binary_cross_entropy checks its
+    input's range with np.min) used to make vmap raise TypeError; it now evaluates once
+    per sample, with the loop's values."""
+    from chainrule.nn import functional as NF
+
+    rng = np.random.default_rng(4)
+    X, W = cr.tensor(rng.standard_normal((4, 3))), cr.tensor(rng.standard_normal((2, 3)))
+    T = cr.tensor(rng.random((4, 2)))
+
+    def loss(w, x, t):
+        return NF.binary_cross_entropy((w @ x).sigmoid(), t)
+
+    per = F.vmap(F.grad(loss), in_dims=(None, 0, 0))(W, X, T)
+    loop = np.stack([np.asarray(F.grad(loss)(W, X[i], T[i])) for i in range(4)])
+    np.testing.assert_allclose(np.asarray(per), loop, rtol=1e-12)
+    out = F.vmap(lambda x: cr.tensor(1.0) * x.exp())(X)   # elementwise NumPy stays batched
+    np.testing.assert_allclose(np.asarray(out), np.exp(np.asarray(X)))

@@ -63,6 +63,14 @@ class VBatched(Batched):
     def __setitem__(self, index, value):
         raise NotBatchable("vmap: an in-place write into a batched value")
 
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        # NumPy called on a batch (np.exp(x), ndarray + x): elementwise, each sample's
+        # value; reductions and out= would mix or overwrite samples, so vmap evaluates
+        # once per sample instead
+        if method != "__call__" or "out" in kwargs or ufunc.nout != 1:
+            raise NotBatchable(f"vmap: numpy.{ufunc.__name__}.{method} of a batched value")
+        return _elementwise(ufunc)(*inputs, **kwargs)
+
 
 def _v(x):
     """Batched results as VBatched (tuples too); other values as they are."""
