@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _inplace, ops
+from . import _creation, _inplace, ops
 from . import _tensor as _tensor_mod
 from ._dispatch import refresh_view
 from ._tensor import Tensor, wrap
@@ -213,8 +213,6 @@ def _random_fill(name, draw):
     ``draw(generator, shape, *args)`` (chainrule's generator unless ``generator=``), as an
     in-place write (a leaf that requires grad needs ``no_grad``, as in PyTorch)."""
     def method(self, *args, generator=None, **kwargs):
-        from . import _creation
-
         rng = _creation.default_generator if generator is None else generator
         values = np.asarray(draw(rng, tuple(self.shape), *args, **kwargs))
         return _fill_with(name)(self, wrap(values.astype(np.dtype(numpy_dtype(self.dtype)))))

@@ -24,6 +24,16 @@ from ._tensor import Tensor, wrap
 from .autograd import forward_ad as fwAD
 from .autograd import grad as _autograd_grad
 
+
+class _NNHelpers:
+    """Filled by ``chainrule.nn`` (a higher layer): functional_call, stack_module_state,
+    replace_all_batch_norm_modules_."""
+
+    functional_call = stack_module_state = replace_all_batch_norm_modules_ = None
+
+
+NN_HELPERS = _NNHelpers()
+
 __all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "hvp", "vmap",
            "linearize", "functional_call", "stack_module_state", "replace_all_batch_norm_modules_",
            "functionalize", "debug_unwrap"]
@@ -692,9 +702,7 @@ def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, 
                     tie_weights=True, strict=False):
     """``module(*args, **kwargs)`` with parameters and buffers swapped for the given tensors
     (``torch.func.functional_call``); see :func:`chainrule.nn.functional_call`."""
-    from .nn._functional_call import functional_call as _functional_call
-
-    return _functional_call(module, parameter_and_buffer_dicts, args, kwargs,
+    return NN_HELPERS.functional_call(module, parameter_and_buffer_dicts, args, kwargs,
                             tie_weights=tie_weights, strict=strict)
 
 
@@ -706,17 +714,13 @@ def stack_module_state(models):
 
     Raises RuntimeError for no models, mixed classes or modes, or a parameter that requires
     grad in some models only."""
-    from .nn._functional_call import stack_module_state as _stack
-
-    return _stack(models)
+    return NN_HELPERS.stack_module_state(models)
 
 
 def replace_all_batch_norm_modules_(root):
     """Batch-norm modules of ``root`` without running statistics, for ``vmap``
     (``torch.func.replace_all_batch_norm_modules_``)."""
-    from .nn._functional_call import replace_all_batch_norm_modules_ as _replace
-
-    return _replace(root)
+    return NN_HELPERS.replace_all_batch_norm_modules_(root)
 
 
 def functionalize(func, *, remove="mutations"):

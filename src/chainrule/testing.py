@@ -15,6 +15,7 @@ import math
 
 import numpy as np
 
+from . import _creation
 from ._tensor import Tensor
 from .backend import numpy_dtype
 
@@ -146,8 +147,6 @@ def make_tensor(*shape, dtype, device=None, low=None, high=None, requires_grad=F
 
     Raises ValueError when ``low >= high``.
     """
-    from . import _creation
-
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
     dt = np.dtype(numpy_dtype(dtype))

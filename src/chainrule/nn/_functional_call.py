@@ -3,7 +3,9 @@ given tensors (``torch.func.functional_call``)."""
 
 from __future__ import annotations
 
+from .. import func as _func
 from .._tensor import Tensor
+from ..ops import stack
 
 
 def _resolve(module, dotted):
@@ -143,8 +145,6 @@ def stack_module_state(models):
     Raises RuntimeError for no models, mixed classes or mixed training modes, and for a
     parameter that requires grad in some models only.
     """
-    from ..ops import stack
-
     models = list(models)
     if not models:
         raise RuntimeError("stack_module_state: Expected at least one model, got 0.")
@@ -181,3 +181,9 @@ def replace_all_batch_norm_modules_(root):
             mod.num_batches_tracked = None
             mod.track_running_stats = False
     return root
+
+
+# torch.func's module helpers live in chainrule.func; the nn layer fills them in from above
+_func.NN_HELPERS.functional_call = functional_call
+_func.NN_HELPERS.stack_module_state = stack_module_state
+_func.NN_HELPERS.replace_all_batch_norm_modules_ = replace_all_batch_norm_modules_

@@ -14,6 +14,7 @@ import collections
 
 import numpy as np
 
+from .._creation import get_default_dtype
 from .._dispatch import edge, name_errors
 from .._node import DelayedError
 from .._tensor import Tensor, _fill, wrap
@@ -229,7 +230,5 @@ def heaviside(input, values):
 @name_errors
 def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False):
     """A 0-d tensor holding ``s`` (the default float dtype unless ``dtype``)."""
-    from .._creation import get_default_dtype
-
     t = wrap(np.asarray(s, dtype=dtype or get_default_dtype()))
     return t.requires_grad_(True) if requires_grad else t
