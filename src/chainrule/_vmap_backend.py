@@ -67,7 +67,8 @@ class VBatched(Batched):
         # NumPy called on a batch (np.exp(x), ndarray + x): elementwise, each sample's
         # value; reductions and out= would mix or overwrite samples, so vmap evaluates
         # once per sample instead
-        if method != "__call__" or "out" in kwargs or ufunc.nout != 1:
+        if method != "__call__" or "out" in kwargs or ufunc.nout != 1 or \
+                _any_batched(kwargs.values()):
             raise NotBatchable(f"vmap: numpy.{ufunc.__name__}.{method} of a batched value")
         return _elementwise(ufunc)(*inputs, **kwargs)
 
