@@ -472,3 +472,49 @@ def test_vmap_falls_back_when_numpy_reduces_a_batch():
     np.testing.assert_allclose(np.asarray(per), loop, rtol=1e-12)
     out = F.vmap(lambda x: cr.tensor(1.0) * x.exp())(X)   # elementwise NumPy stays batched
     np.testing.assert_allclose(np.asarray(out), np.exp(np.asarray(X)))
+
+
+def _functional_program(m):
+    """autograd.functional's results and whether they carry a graph, for inputs with and
+    without requires_grad, with and without create_graph."""
+    fa = m.autograd.functional
+    res = []
+    for needs in (False, True):
+        for create in (False, True):
+            x = m.tensor([0.5, -1.0, 2.0], dtype=m.float64, requires_grad=needs)
+            u = m.tensor([1.0, 2.0, 3.0], dtype=m.float64)
+            outs = [fa.hessian(lambda v: (v ** 3).sum() * 0.5, x, create_graph=create),
+                    fa.jacobian(lambda v: v.sin() * v, x, create_graph=create),
+                    *fa.vjp(lambda v: v.sin() * v, x, u, create_graph=create),
+                    *fa.jvp(lambda v: v.sin() * v, x, u, create_graph=create),
+                    *fa.hvp(lambda v: (v ** 3).sum() * 0.5, x, u, create_graph=create)]
+            res.append([(bool(o.requires_grad), np.asarray(o.detach()).tolist()) for o in outs])
+    return res
+
+
+def test_functional_create_graph_as_pytorch():
+    """create_graph=False gives detached results (as PyTorch's _grad_postprocess), True
+    results with a graph even for an input that did not require grad; the values are the
+    derivatives either way (hvp's first result is f(x), not its gradient)."""
+    res = _functional_program(cr)
+    x, u = np.array([0.5, -1.0, 2.0]), np.array([1.0, 2.0, 3.0])
+    dg = np.cos(x) * x + np.sin(x)                        # d/dx of x sin(x)
+    for k, create in enumerate([False, True, False, True]):
+        assert [flag for flag, _ in res[k]] == [create] * 8
+        h, j, gx, vj, gx2, jv, value, hv = (np.array(v) for _, v in res[k])
+        np.testing.assert_allclose(h, np.diag(3 * x))
+        np.testing.assert_allclose(j, np.diag(dg))
+        np.testing.assert_allclose(gx, np.sin(x) * x)
+        np.testing.assert_allclose(vj, u * dg)
+        np.testing.assert_allclose(jv, u * dg)
+        np.testing.assert_allclose(value, 0.5 * (x ** 3).sum())
+        np.testing.assert_allclose(hv, 3 * x * u)
+    x2 = cr.tensor([0.5, -1.0, 2.0], requires_grad=True)
+    cr.autograd.functional.hessian(lambda v: (v ** 3).sum(), x2,
+                                   create_graph=True).sum().backward()
+    np.testing.assert_allclose(np.asarray(x2.grad), [6.0, 6.0, 6.0])
+    torch = pytest.importorskip("torch")
+    for ours, theirs in zip(res, _functional_program(torch)):
+        assert [f for f, _ in ours] == [f for f, _ in theirs]
+        for (_, a), (_, b) in zip(ours, theirs):
+            np.testing.assert_allclose(a, b, rtol=1e-12)

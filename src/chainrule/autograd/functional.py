@@ -8,6 +8,7 @@ These are thin layers over :mod:`chainrule.func` with PyTorch's calling conventi
 from __future__ import annotations
 
 from .. import func as _func
+from .._creation import ones_like
 from .._tensor import Tensor
 
 __all__ = ["jacobian", "hessian", "vjp", "jvp", "hvp", "vhp"]
@@ -21,6 +22,33 @@ def _inputs(inputs):
 
 def _single(values, single):
     return values[0] if single else values
+
+
+def _graph_inputs(xs, create_graph):
+    """The inputs as the transforms should see them, as PyTorch's ``_grad_preprocess``:
+    with ``create_graph`` each requires grad (an input that did not becomes a new leaf, so
+    the results have a graph); without it, detached (the results have none)."""
+    out = []
+    for x in xs:
+        if not isinstance(x, Tensor):
+            out.append(x)
+        elif create_graph:
+            out.append(x.view_as(x) if x.requires_grad else x.detach().requires_grad_(True))
+        else:
+            out.append(x.detach())
+    return tuple(out)
+
+
+def _results(values, create_graph):
+    """Without ``create_graph`` the results are detached, also from tensors ``func`` closed
+    over (PyTorch's ``_grad_postprocess``)."""
+    if create_graph:
+        return values
+    if isinstance(values, Tensor):
+        return values.detach()
+    if isinstance(values, (tuple, list)):
+        return type(values)(_results(v, False) for v in values)
+    return values
 
 
 def _check_strict(func, xs, strict, what="output"):
@@ -50,12 +78,14 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
     """The Jacobian of ``func`` at ``inputs``: for output shape ``O`` and input shape ``I``,
     shape ``O + I`` (a tuple per input, and per output, when they are tuples).
     ``strategy="forward-mode"`` uses jacfwd. ``strict=True`` raises for an input no output
-    depends on. ``create_graph`` and ``vectorize`` are accepted for compatibility (rows are
-    always computed in one batched pass)."""
+    depends on. ``create_graph=True`` gives a Jacobian that can be differentiated again;
+    ``vectorize`` is accepted for compatibility (rows are always computed in one batched
+    pass)."""
     xs, single = _inputs(inputs)
     _check_strict(func, xs, strict)
+    xs = _graph_inputs(xs, create_graph)
     transform = _func.jacfwd if strategy == "forward-mode" else _func.jacrev
-    jac = transform(func, argnums=tuple(range(len(xs))))(*xs)
+    jac = _results(transform(func, argnums=tuple(range(len(xs))))(*xs), create_graph)
     if isinstance(jac, tuple) and jac and isinstance(jac[0], tuple):
         return tuple(_single(j, single) for j in jac)
     return _single(jac, single)
@@ -66,7 +96,8 @@ def hessian(func, inputs, create_graph=False, strict=False, vectorize=False,
     """The Hessian of a scalar ``func``: shape ``I + I`` (blocks ``(Ii, Ij)`` for tuples)."""
     xs, single = _inputs(inputs)
     _check_strict(func, xs, strict)
-    h = _func.hessian(func, argnums=tuple(range(len(xs))))(*xs)
+    xs = _graph_inputs(xs, create_graph)
+    h = _results(_func.hessian(func, argnums=tuple(range(len(xs))))(*xs), create_graph)
     if single:
         return h[0][0]
     return tuple(tuple(row) for row in h)
@@ -76,12 +107,10 @@ def vjp(func, inputs, v=None, create_graph=False, strict=False):
     """``(func(inputs), v^T J)``; ``v`` may be omitted for a scalar output."""
     xs, single = _inputs(inputs)
     _check_strict(func, xs, strict)
-    out, vjp_fn = _func.vjp(func, *xs)
+    out, vjp_fn = _func.vjp(func, *_graph_inputs(xs, create_graph))
     if v is None:
-        from .._creation import ones_like
-
         v = tuple(ones_like(o) for o in out) if isinstance(out, tuple) else ones_like(out)
-    return out, _single(vjp_fn(v), single)
+    return _results(out, create_graph), _results(_single(vjp_fn(v), single), create_graph)
 
 
 def jvp(func, inputs, v=None, create_graph=False, strict=False):
@@ -89,7 +118,7 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
     xs, single = _inputs(inputs)
     _check_strict(func, xs, strict)
     vs = (v,) if single else tuple(v)
-    return _func.jvp(func, xs, vs)
+    return _results(_func.jvp(func, _graph_inputs(xs, create_graph), vs), create_graph)
 
 
 def hvp(func, inputs, v=None, create_graph=False, strict=False):
@@ -97,9 +126,10 @@ def hvp(func, inputs, v=None, create_graph=False, strict=False):
     xs, single = _inputs(inputs)
     _check_strict(func, xs, strict)
     vs = (v,) if single else tuple(v)
-    value = func(*[x.detach() if isinstance(x, Tensor) else x for x in xs])
-    _, hv = _func.hvp(func, xs, vs)
-    return value.detach(), _single(hv, single)
+    xs = _graph_inputs(xs, create_graph)
+    value = func(*xs)
+    _, hv = _func.hvp(func, xs, vs)  # (the gradient, H v)
+    return _results(value, create_graph), _results(_single(hv, single), create_graph)
 
 
 def vhp(func, inputs, v=None, create_graph=False, strict=False):
