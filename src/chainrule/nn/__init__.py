@@ -10,6 +10,7 @@ Everything is composed of chainrule's differentiable ops (no new derivative rule
 gradients of any order, ``chainrule.func`` transforms and ``gradcheck`` work through it.
 """
 
+from . import conv as _conv
 from . import functional, init, utils
 from ._functional_call import functional_call
 from ._module import (
@@ -22,6 +23,8 @@ from ._module import (
     ParameterList,
     Sequential,
 )
+from .conv import *  # noqa: F401,F403
+from .conv import __all__ as _conv_all
 from .modules import *  # noqa: F401,F403
 from .modules import __all__ as _modules_all
 from .rnn import *  # noqa: F401,F403
@@ -33,8 +36,11 @@ from .transformer import multi_head_attention_forward
 # transformer.py builds on functional.py, so the functional form is registered from here
 functional.multi_head_attention_forward = multi_head_attention_forward
 functional.__all__.append("multi_head_attention_forward")
+for _name in _conv.FUNCTIONAL:  # conv1d, max_pool2d, ...: conv.py builds on functional.py
+    setattr(functional, _name, getattr(_conv, _name))
+    functional.__all__.append(_name)
 
 __all__ = ["functional", "init", "utils", "functional_call", "Parameter", "Buffer", "Module",
            "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict",
-           *_modules_all, *_rnn_all,
+           *_modules_all, *_conv_all, *_rnn_all,
            *_transformer_all]

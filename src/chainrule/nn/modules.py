@@ -39,6 +39,28 @@ def _empty(shape, dtype):
     return Parameter(np.empty(shape, dtype=_dtype(dtype)))
 
 
+def weight_and_bias(module, weight_shape, bias, dtype):
+    """Give ``module`` a ``weight`` of ``weight_shape`` and, with ``bias``, a ``bias`` of
+    ``weight_shape[0]`` (else a None ``bias``), initialised by ``reset_parameters``."""
+    module.weight = _empty(weight_shape, dtype)
+    if bias:
+        module.bias = _empty((weight_shape[0],), dtype)
+    else:
+        module.register_parameter("bias", None)
+    module.reset_parameters()
+
+
+def reset_weight_and_bias(module):
+    """PyTorch's init of Linear and convolutions: ``kaiming_uniform_(a=sqrt(5))`` for the
+    weight, U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for the bias (fan_in: the product of the
+    weight's dims after the first)."""
+    init.kaiming_uniform_(module.weight, a=math.sqrt(5))
+    if module.bias is not None:
+        fan_in = math.prod(module.weight.shape[1:])
+        bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
+        init.uniform_(module.bias, -bound, bound)
+
+
 # --- layers ------------------------------------------------------------------------------
 
 class Identity(Module):
@@ -66,19 +88,10 @@ class Linear(Module):
         super().__init__()
         self.in_features = in_features
         self.out_features = out_features
-        self.weight = _empty((out_features, in_features), dtype)
-        if bias:
-            self.bias = _empty((out_features,), dtype)
-        else:
-            self.register_parameter("bias", None)
-        self.reset_parameters()
+        weight_and_bias(self, (out_features, in_features), bias, dtype)
 
     def reset_parameters(self):
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in = self.in_features
-            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
-            init.uniform_(self.bias, -bound, bound)
+        reset_weight_and_bias(self)
 
     def forward(self, input):
         return F.linear(input, self.weight, self.bias)

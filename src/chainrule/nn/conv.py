@@ -1,0 +1,678 @@
+"""Convolution and pooling (``torch.nn``'s names and arguments), composed of chainrule's
+differentiable ops.
+
+One N-d implementation serves the 1d and 2d names. The sliding windows of the (padded)
+input are gathered with one advanced-indexing op whose integer index arrays are built with
+NumPy from the shapes alone, so the backward pass is that op's scatter-add; convolution is
+then a ``matmul`` with the weight, max pooling a ``max`` along the window (its gradient goes
+to the window's first maximal entry, as PyTorch's argmax) and average pooling a ``sum``
+divided by a count built from the shapes. No op here has a derivative rule of its own:
+gradients of every order and forward mode come from the ops used.
+
+Shapes: inputs (N, C, \\*spatial) or unbatched (C, \\*spatial), with one spatial dim for the
+``1d`` names and two for the ``2d`` ones; outputs keep the input's batching and dtype.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+
+from .. import ops as _ops
+from .._tensor import wrap
+from . import functional as F
+from ._module import Module
+from .functional import _size, _t
+from .modules import BatchNorm1d, reset_weight_and_bias, weight_and_bias
+
+__all__ = ["Conv1d", "Conv2d", "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d",
+           "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
+           "BatchNorm2d"]
+FUNCTIONAL = ["conv1d", "conv2d", "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d",
+              "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d",
+              "adaptive_max_pool2d"]
+
+
+# --- helpers -----------------------------------------------------------------------------
+
+def _tup(v, n, name, fname):
+    """``v`` (an int, or a sequence of 1 or ``n`` ints) as a tuple of ``n`` ints."""
+    if isinstance(v, (tuple, list)):
+        v = tuple(int(a) for a in v)
+        if len(v) == 1:
+            v = v * n
+        if len(v) != n:
+            raise ValueError(f"{fname}: {name} must be an int or a tuple of {n} ints, got {v}")
+        return v
+    return (int(v),) * n
+
+
+def _batched(input, n, fname):
+    """``input`` as (N, C, \\*spatial), and whether a batch dim of 1 was added."""
+    x = _t(input)
+    if x.ndim not in (n + 1, n + 2):
+        raise RuntimeError(f"{fname}: expected input with {n + 1} or {n + 2} dimensions (got "
+                           f"{x.ndim}-D input of shape {_size(x.shape)})")
+    return (x, False) if x.ndim == n + 2 else (_ops.unsqueeze(x, 0), True)
+
+
+def _steps(pos):
+    """The stride of each spatial dim's windows when every ``pos[i]`` is ``start_j +
+    s_i * arange(O_i)`` per tap ``j`` (regular windows), else None."""
+    steps = []
+    for p in pos:
+        if p.shape[0] == 1:
+            steps.append(1)
+            continue
+        d = np.diff(p, axis=0)
+        if d.min() != d.max() or d.min() <= 0:
+            return None
+        steps.append(int(d.min()))
+    return steps
+
+
+def _windows(x, pos, chan=None):
+    """Gather windows of ``x`` (B, C, \\*S). ``pos[i]`` (O_i, K_i): positions along spatial
+    dim i. Without ``chan``: (B, C, \\*O, \\*K). With ``chan`` (G, Cg) channel numbers:
+    (B, G, \\*O, Cg, \\*K).
+
+    Regular windows (convolution, pooling) are strided slices, one per kernel tap, stacked:
+    their backward adds each tap's cotangent into the input in place. Irregular ones
+    (adaptive pooling) are one advanced-indexing op."""
+    steps = _steps(pos)
+    if steps is not None:
+        return _sliced_windows(x, pos, steps, chan)
+    n = len(pos)
+    lead = 0 if chan is None else 1
+    ndim = 2 * n + 2 * lead
+    index = [slice(None)] * (1 if chan is not None else 2)
+    if chan is not None:
+        shape = [1] * ndim
+        shape[0], shape[n + 1] = chan.shape
+        index.append(chan.reshape(shape))
+    for i, p in enumerate(pos):
+        shape = [1] * ndim
+        shape[lead + i], shape[2 * lead + n + i] = p.shape
+        index.append(p.reshape(shape))
+    return x[tuple(index)]
+
+
+def _sliced_windows(x, pos, steps, chan):
+    """:func:`_windows` for regular windows: a strided slice of ``x`` per kernel tap."""
+    taps = []
+    for js in itertools.product(*(range(p.shape[1]) for p in pos)):
+        taps.append(x[(slice(None), slice(None)) + tuple(
+            slice(int(p[0, j]), int(p[0, j]) + (p.shape[0] - 1) * st + 1, st)
+            for p, j, st in zip(pos, js, steps))])
+    b, c = x.shape[:2]
+    outs, ks = tuple(p.shape[0] for p in pos), tuple(p.shape[1] for p in pos)
+    w = _ops.stack(taps, -1).reshape(b, c, *outs, *ks)  # (B, C, *O, *K)
+    if chan is None:
+        return w
+    n, (g, cg) = len(pos), chan.shape
+    w = w.reshape(b, g, cg, *outs, *ks)
+    return w.permute(0, 1, *range(3, 3 + n), 2, *range(3 + n, 3 + 2 * n))
+
+
+def _unbatch(out, unbatched):
+    return out[0] if unbatched else out
+
+
+def _pool_args(fname, n, kernel_size, stride, padding, dilation=1):
+    k = _tup(kernel_size, n, "kernel_size", fname)
+    s = k if stride is None or stride == () or stride == [] else _tup(stride, n, "stride",
+                                                                       fname)
+    p, d = _tup(padding, n, "padding", fname), _tup(dilation, n, "dilation", fname)
+    for name, v in (("kernel_size", k), ("stride", s), ("dilation", d)):
+        if min(v) <= 0:
+            raise RuntimeError(f"{fname}: {name} should be greater than zero, but got {name}"
+                               f"={v}")
+    if min(p) < 0:
+        raise RuntimeError(f"{fname}: pad should be non-negative, but got padding={p}")
+    for ki, pi, di in zip(k, p, d):
+        if pi > ((ki - 1) * di + 1) // 2:
+            raise RuntimeError(f"{fname}: pad should be at most half of effective kernel size, "
+                               f"but got pad={pi}, kernel_size={ki} and dilation={di}")
+    return k, s, p, d
+
+
+def _pool_geometry(x, k, s, p, d, ceil_mode, fname):
+    """PyTorch's pooling output sizes; per spatial dim the window positions (O, K) in the
+    padded input and the (left, right) padding (right grows where ceil_mode windows run
+    past the padding)."""
+    shape = tuple(x.shape[2:])
+    pos, pads, outs = [], [], []
+    for L, ki, si, pi, di in zip(shape, k, s, p, d):
+        o = (L + 2 * pi - di * (ki - 1) - 1 + (si - 1 if ceil_mode else 0)) // si + 1
+        if ceil_mode and (o - 1) * si >= L + pi:  # the last window must start in the input
+            o -= 1
+        outs.append(o)
+        pos.append(np.arange(max(o, 0))[:, None] * si + np.arange(ki)[None, :] * di)
+        pads.append((pi, max(pi, (o - 1) * si + (ki - 1) * di + 1 - L - pi)))
+    if min(outs) < 1:
+        raise RuntimeError(f"{fname}: Given input size: ({'x'.join(map(str, x.shape[1:]))}). "
+                           f"Calculated output size: ({x.shape[1]}x"
+                           f"{'x'.join(map(str, outs))}). Output size is too small")
+    return pos, pads, outs
+
+
+def _pad(x, pads, value):
+    if not any(a or b for a, b in pads):
+        return x
+    return F.pad(x, [v for ab in reversed(pads) for v in ab], value=value)
+
+
+def _max_select(x, plane, pos, offsets, return_indices):
+    """Max over windows of ``x`` (B, C, \\*S: an input of spatial shape ``plane`` padded by
+    ``offsets`` on the left of each dim); the gradient goes to the first maximal entry of
+    each window. Returns values (B, C, \\*O) and, when asked, the flat int64 indices of the
+    maxima in the unpadded input plane."""
+    w = _windows(x, pos)
+    b, c = w.shape[:2]
+    outs = tuple(p.shape[0] for p in pos)
+    values, idx = _ops.max(w.reshape(b, c, *outs, -1), -1)
+    if not return_indices:
+        return values
+    flat = 0
+    strides = np.cumprod((1,) + tuple(reversed(plane[1:])))[::-1]
+    n = len(pos)
+    for i, (p, off) in enumerate(zip(pos, offsets)):
+        shape = [1] * (2 * n)
+        shape[i], shape[n + i] = p.shape
+        flat = flat + ((p - off) * strides[i]).reshape(shape)
+    flat = np.broadcast_to(flat, outs + tuple(p.shape[1] for p in pos)).reshape(
+        (1, 1) + outs + (-1,)).astype(np.int64)
+    indices = _ops.take_along_dim(wrap(np.ascontiguousarray(flat)),
+                                  _ops.unsqueeze(idx, -1), -1)
+    return values, indices[..., 0]
+
+
+# --- convolution -------------------------------------------------------------------------
+
+def _conv(input, weight, bias, stride, padding, dilation, groups, n, fname):
+    x, unbatched = _batched(input, n, fname)
+    w = _t(weight)
+    if w.ndim != n + 2:
+        raise RuntimeError(f"{fname}: expected weight with {n + 2} dimensions (C_out, C_in/"
+                           f"groups, *kernel), got weight of shape {_size(w.shape)}")
+    s, d = _tup(stride, n, "stride", fname), _tup(dilation, n, "dilation", fname)
+    if min(s) <= 0 or min(d) <= 0:
+        raise RuntimeError(f"{fname}: stride and dilation should be positive, got stride={s} "
+                           f"and dilation={d}")
+    c_out, cg, *k = w.shape
+    groups = int(groups)
+    if groups <= 0 or c_out % groups:
+        raise RuntimeError(f"{fname}: groups={groups} must be positive and divide the weight's "
+                           f"C_out={c_out} (weight of shape {_size(w.shape)})")
+    if x.shape[1] != cg * groups:
+        raise RuntimeError(f"{fname}: expected input[{x.shape[0]}, {x.shape[1]}, ...] to have "
+                           f"C_in={cg * groups} channels for weight of shape {_size(w.shape)} "
+                           f"and groups={groups}")
+    if bias is not None and tuple(_t(bias).shape) != (c_out,):
+        raise RuntimeError(f"{fname}: expected bias of shape [{c_out}] for weight of shape "
+                           f"{_size(w.shape)}, got bias of shape {_size(_t(bias).shape)}")
+    if isinstance(padding, str):
+        if padding not in ("valid", "same"):
+            raise ValueError(f"{fname}: Invalid padding string {padding!r}, should be one of "
+                             "('valid', 'same')")
+        if padding == "same" and max(s) != 1:
+            raise ValueError(f"{fname}: padding='same' is not supported for strided "
+                             f"convolutions (stride={s})")
+        total = [di * (ki - 1) if padding == "same" else 0 for ki, di in zip(k, d)]
+        pads = [(t // 2, t - t // 2) for t in total]  # the odd one on the right, as PyTorch
+    else:
+        pads = [(p, p) for p in _tup(padding, n, "padding", fname)]
+        if min(min(pads)) < 0:
+            raise RuntimeError(f"{fname}: negative padding is not supported, got {padding}")
+    full = [L + a + b for L, (a, b) in zip(x.shape[2:], pads)]
+    outs = [(L - di * (ki - 1) - 1) // si + 1 for L, ki, si, di in zip(full, k, s, d)]
+    if min(outs) < 1:
+        raise RuntimeError(f"{fname}: Calculated padded input size per channel: "
+                           f"({' x '.join(map(str, full))}). Kernel size: "
+                           f"({' x '.join(map(str, k))}) with dilation {d}. Kernel size can't "
+                           "be greater than actual input size")
+    pos = [np.arange(o)[:, None] * si + np.arange(ki)[None, :] * di
+           for o, ki, si, di in zip(outs, k, s, d)]
+    chan = np.arange(groups * cg).reshape(groups, cg)
+    win = _windows(_pad(x, pads, 0.0), pos, chan)  # (B, G, *O, Cg, *K)
+    b, span = x.shape[0], cg * math.prod(k)
+    if groups == 1:  # one GEMM: (B * O, span) @ (span, C_out), forward and backward
+        out = _ops.matmul(win.reshape(b * math.prod(outs), span),
+                          w.reshape(c_out, span).transpose(0, 1))
+        out = _ops.movedim(out.reshape(b, *outs, c_out), -1, 1)
+    else:
+        win = win.reshape(b, groups, math.prod(outs), span)
+        wm = w.reshape(groups, c_out // groups, span).transpose(-1, -2)
+        out = _ops.matmul(win, wm).transpose(-1, -2).reshape(b, c_out, *outs)
+    if bias is not None:
+        out = out + _t(bias).reshape(c_out, *(1,) * n)
+    return _unbatch(out, unbatched)
+
+
+_CONV_DOC = """Convolution (cross-correlation, as PyTorch) over {n} spatial dim(s).
+
+    Shapes: ``input`` (N, C_in, {sp}) or unbatched (C_in, {sp}); ``weight`` (C_out,
+    C_in / groups, {ks}); ``bias`` (C_out,) or None; output (N, C_out, {osp}) (unbatched:
+    without N), each output size ``floor((L + 2 padding - dilation (k - 1) - 1) / stride) + 1``.
+    ``stride``, ``padding``, ``dilation``: an int or a tuple per spatial dim; ``padding``
+    may be ``'valid'`` (none) or ``'same'`` (output size = input size, stride 1 only; an odd
+    total padding puts the extra zero on the right). ``groups`` splits the channels into
+    that many independent convolutions. Dtype: that of ``input`` and ``weight``.
+
+    Raises
+    ------
+    RuntimeError
+        An input that is not {n1}-D or {n2}-D, a weight that is not {n2}-D, input channels
+        that are not ``weight.shape[1] * groups``, ``groups`` not dividing C_out, a bias of
+        the wrong shape, non-positive stride or dilation, negative padding, or a kernel
+        larger than the padded input.
+    ValueError
+        An unknown padding string, or ``'same'`` with a stride other than 1.
+    """
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    return _conv(input, weight, bias, stride, padding, dilation, groups, 1, "conv1d")
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    return _conv(input, weight, bias, stride, padding, dilation, groups, 2, "conv2d")
+
+
+conv1d.__doc__ = _CONV_DOC.format(n=1, sp="L", ks="k", osp="L_out", n1=2, n2=3)
+conv2d.__doc__ = _CONV_DOC.format(n=2, sp="H, W", ks="kH, kW", osp="H_out, W_out", n1=3, n2=4)
+
+
+# --- pooling -----------------------------------------------------------------------------
+
+def _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, n,
+              fname):
+    x, unbatched = _batched(input, n, fname)
+    k, s, p, d = _pool_args(fname, n, kernel_size, stride, padding, dilation)
+    pos, pads, _ = _pool_geometry(x, k, s, p, d, ceil_mode, fname)
+    out = _max_select(_pad(x, pads, -math.inf), tuple(x.shape[2:]), pos, p, return_indices)
+    if return_indices:
+        return _unbatch(out[0], unbatched), _unbatch(out[1], unbatched)
+    return _unbatch(out, unbatched)
+
+
+_MAX_DOC = """Max pooling over {n} spatial dim(s): input (N, C, {sp}) or (C, {sp}) ->
+    (N, C, {osp}) (or without N), in the input's dtype.
+
+    ``stride=None`` means ``kernel_size``; ``padding`` (at most half the effective kernel
+    ``dilation (k - 1) + 1``) adds ``-inf``; with ``ceil_mode`` the output size rounds up,
+    as PyTorch, except that the last window must start inside the input or the left
+    padding. The gradient of each window goes to its first maximal entry (row-major), as
+    PyTorch. ``return_indices=True`` also returns int64 flat indices of the maxima in the
+    unpadded input plane ({plane}).
+
+    Raises
+    ------
+    RuntimeError
+        An input that is not {n1}-D or {n2}-D, a non-positive kernel size, stride or
+        dilation, padding larger than half the effective kernel, or an empty output.
+    """
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode,
+                     return_indices, 1, "max_pool1d")
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode,
+                     return_indices, 2, "max_pool2d")
+
+
+max_pool1d.__doc__ = _MAX_DOC.format(n=1, sp="L", osp="L_out", plane="``l``", n1=2, n2=3)
+max_pool2d.__doc__ = _MAX_DOC.format(n=2, sp="H, W", osp="H_out, W_out",
+                                     plane="``h * W + w``", n1=3, n2=4)
+
+
+def _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+              divisor_override, n, fname):
+    x, unbatched = _batched(input, n, fname)
+    k, s, p, _ = _pool_args(fname, n, kernel_size, stride, padding)
+    pos, pads, outs = _pool_geometry(x, k, s, p, (1,) * n, ceil_mode, fname)
+    w = _windows(_pad(x, pads, 0.0), pos)
+    total = w.sum(dim=tuple(range(2 + n, 2 + 2 * n)))
+    if divisor_override is not None:
+        if divisor_override == 0:
+            raise RuntimeError(f"{fname}: divisor must be not zero")
+        return _unbatch(total / divisor_override, unbatched)
+    count = np.ones(())
+    for L, o, ki, si, pi in zip(x.shape[2:], outs, k, s, p):  # PyTorch's window sizes
+        start = np.arange(o) * si - pi
+        end = np.minimum(start + ki, L + pi)
+        if not count_include_pad:
+            start, end = np.maximum(start, 0), np.minimum(end, L)
+        count = np.multiply.outer(count, end - start)
+    return _unbatch(total / wrap(count.astype(total.dtype)), unbatched)
+
+
+_AVG_DOC = """Average pooling over {n} spatial dim(s): input (N, C, {sp}) or (C, {sp}) ->
+    (N, C, {osp}) (or without N), in the input's (float) dtype.
+
+    ``stride=None`` means ``kernel_size``; ``padding`` (at most half the kernel) adds
+    zeros; ``ceil_mode`` as in :func:`max_pool{n}d`. Each window's sum is divided by
+    {div}the number of its entries inside the padded input (``count_include_pad=True``)
+    or inside the input proper (``False``); entries past the padding that ``ceil_mode``
+    adds never count.
+
+    Raises
+    ------
+    RuntimeError
+        An input that is not {n1}-D or {n2}-D, a non-positive kernel size or stride,
+        padding larger than half the kernel, or an empty output.
+    """
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True):
+    return _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad, None,
+                     1, "avg_pool1d")
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True, divisor_override=None):
+    return _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                     divisor_override, 2, "avg_pool2d")
+
+
+avg_pool1d.__doc__ = _AVG_DOC.format(n=1, sp="L", osp="L_out", div="", n1=2, n2=3)
+avg_pool2d.__doc__ = _AVG_DOC.format(n=2, sp="H, W", osp="H_out, W_out", n1=3, n2=4,
+                                     div="``divisor_override`` when given, else ")
+
+
+def _adaptive_bounds(input, output_size, n, fname):
+    x, unbatched = _batched(input, n, fname)
+    if isinstance(output_size, (tuple, list)) and len(output_size) == n:
+        sizes = tuple(L if o is None else int(o) for L, o in zip(x.shape[2:], output_size))
+    else:
+        sizes = _tup(output_size, n, "output_size", fname)
+    if min(sizes) < 1 or min(x.shape[2:]) < 1:
+        raise RuntimeError(f"{fname}: expected a positive output_size and a non-empty input, "
+                           f"got output_size={sizes} for input of shape {_size(x.shape)}")
+    bounds = []
+    for L, o in zip(x.shape[2:], sizes):  # PyTorch's windows: [floor(i L / o), ceil((i+1) L / o))
+        i = np.arange(o)
+        bounds.append((i * L // o, -(-(i + 1) * L // o)))
+    return x, unbatched, bounds
+
+
+def _adaptive_avg(input, output_size, n, fname):
+    x, unbatched, bounds = _adaptive_bounds(input, output_size, n, fname)
+    out = x
+    for i, (L, (start, end)) in enumerate(zip(x.shape[2:], bounds)):
+        cols = np.arange(L)
+        avg = ((cols >= start[:, None]) & (cols < end[:, None])) / (end - start)[:, None]
+        dim = 2 + i - (n + 2)  # the averaging matrix (O, L) applied to spatial dim i
+        out = _ops.matmul(out.transpose(dim, -1), wrap(avg.T.astype(x.dtype))).transpose(dim,
+                                                                                         -1)
+    return _unbatch(out, unbatched)
+
+
+def _adaptive_max(input, output_size, return_indices, n, fname):
+    x, unbatched, bounds = _adaptive_bounds(input, output_size, n, fname)
+    pos = []
+    for start, end in bounds:  # windows padded to the longest by repeating their last entry
+        taps = np.arange((end - start).max())
+        pos.append(start[:, None] + np.minimum(taps[None, :], (end - start - 1)[:, None]))
+    out = _max_select(x, tuple(x.shape[2:]), pos, (0,) * n, return_indices)
+    if return_indices:
+        return _unbatch(out[0], unbatched), _unbatch(out[1], unbatched)
+    return _unbatch(out, unbatched)
+
+
+_ADAPTIVE_DOC = """Adaptive {kind} pooling over {n} spatial dim(s) to ``output_size`` (an
+    int or a tuple{tuple_note}): input (N, C, {sp}) or (C, {sp}) -> (N, C, {osp}) (or
+    without N). Output entry ``i`` of a dim of size ``L`` pools the input range
+    ``[floor(i L / O), ceil((i + 1) L / O))``, as PyTorch.{extra}
+
+    Raises
+    ------
+    RuntimeError
+        An input that is not {n1}-D or {n2}-D, or a non-positive output size.
+    """
+_MAX_EXTRA = (" The gradient goes to each window's first maximal entry; "
+              "``return_indices=True`` also returns int64 flat indices into the input plane.")
+
+
+def adaptive_avg_pool1d(input, output_size):
+    return _adaptive_avg(input, output_size, 1, "adaptive_avg_pool1d")
+
+
+def adaptive_avg_pool2d(input, output_size):
+    return _adaptive_avg(input, output_size, 2, "adaptive_avg_pool2d")
+
+
+def adaptive_max_pool1d(input, output_size, return_indices=False):
+    return _adaptive_max(input, output_size, return_indices, 1, "adaptive_max_pool1d")
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):
+    return _adaptive_max(input, output_size, return_indices, 2, "adaptive_max_pool2d")
+
+
+for _fn, _kind, _n in ((adaptive_avg_pool1d, "average", 1), (adaptive_avg_pool2d, "average", 2),
+                       (adaptive_max_pool1d, "max", 1), (adaptive_max_pool2d, "max", 2)):
+    _fn.__doc__ = _ADAPTIVE_DOC.format(
+        kind=_kind, n=_n, sp="L" if _n == 1 else "H, W", osp="O" if _n == 1 else "O_H, O_W",
+        tuple_note="" if _n == 1 else "; None keeps that dim's input size", n1=_n + 1,
+        n2=_n + 2, extra=_MAX_EXTRA if _kind == "max" else "")
+
+
+# --- modules -----------------------------------------------------------------------------
+
+class _ConvNd(Module):
+    _n = 2
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
+                 dilation=1, groups=1, bias=True, padding_mode="zeros", device=None,
+                 dtype=None):
+        super().__init__()
+        n, name = self._n, type(self).__name__
+        if groups <= 0:
+            raise ValueError("groups must be a positive integer")
+        if in_channels % groups:
+            raise ValueError("in_channels must be divisible by groups")
+        if out_channels % groups:
+            raise ValueError("out_channels must be divisible by groups")
+        modes = ("zeros", "reflect", "replicate", "circular")
+        if padding_mode not in modes:
+            raise ValueError(f"padding_mode must be one of {modes}, but got "
+                             f"padding_mode='{padding_mode}'")
+        if padding_mode != "zeros":
+            raise NotImplementedError(f"{name}: padding_mode={padding_mode!r} is not "
+                                      "implemented in chainrule (only 'zeros')")
+        self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
+        self.kernel_size = _tup(kernel_size, n, "kernel_size", name)
+        self.stride = _tup(stride, n, "stride", name)
+        self.dilation = _tup(dilation, n, "dilation", name)
+        if isinstance(padding, str):
+            if padding not in ("valid", "same"):
+                raise ValueError(f"Invalid padding string {padding!r}, should be one of "
+                                 "{'valid', 'same'}")
+            if padding == "same" and any(s != 1 for s in self.stride):
+                raise ValueError("padding='same' is not supported for strided convolutions")
+            self.padding = padding
+        else:
+            self.padding = _tup(padding, n, "padding", name)
+        self.padding_mode, self.output_padding, self.transposed = padding_mode, (0,) * n, False
+        weight_and_bias(self, (out_channels, in_channels // groups, *self.kernel_size), bias,
+                        dtype)
+
+    def reset_parameters(self):
+        reset_weight_and_bias(self)
+
+    def forward(self, input):
+        return _conv(input, self.weight, self.bias, self.stride, self.padding, self.dilation,
+                     self.groups, self._n, type(self).__name__)
+
+    def extra_repr(self):
+        s = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
+             f"stride={self.stride}")
+        if self.padding != (0,) * self._n:
+            s += f", padding={self.padding}"
+        if self.dilation != (1,) * self._n:
+            s += f", dilation={self.dilation}"
+        if self.groups != 1:
+            s += f", groups={self.groups}"
+        if self.bias is None:
+            s += ", bias=False"
+        return s
+
+
+class Conv1d(_ConvNd):
+    """1-d convolution, :func:`~chainrule.nn.functional.conv1d`: (N, C_in, L) or (C_in, L)
+    -> (N, C_out, L_out).
+
+    ``weight`` (out_channels, in_channels / groups, k) from ``kaiming_uniform_(a=sqrt(5))``
+    and ``bias`` (out_channels,) from U(-1/sqrt(fan_in), 1/sqrt(fan_in)),
+    ``fan_in = in_channels / groups * k``, as PyTorch; ``dtype=None``: the default float
+    dtype.
+
+    Raises ValueError for ``groups`` not dividing both channel counts, an unknown padding
+    string or ``padding_mode``, ``'same'`` with a stride other than 1; NotImplementedError
+    for ``padding_mode`` other than ``'zeros'``.
+    """
+    _n = 1
+
+
+class Conv2d(_ConvNd):
+    """2-d convolution, :func:`~chainrule.nn.functional.conv2d`: (N, C_in, H, W) or
+    (C_in, H, W) -> (N, C_out, H_out, W_out).
+
+    ``weight`` (out_channels, in_channels / groups, kH, kW) from
+    ``kaiming_uniform_(a=sqrt(5))`` and ``bias`` (out_channels,) from
+    U(-1/sqrt(fan_in), 1/sqrt(fan_in)), ``fan_in = in_channels / groups * kH * kW``, as
+    PyTorch; ``dtype=None``: the default float dtype.
+
+    Raises ValueError for ``groups`` not dividing both channel counts, an unknown padding
+    string or ``padding_mode``, ``'same'`` with a stride other than 1; NotImplementedError
+    for ``padding_mode`` other than ``'zeros'``.
+    """
+    _n = 2
+
+
+class _MaxPoolNd(Module):
+    _fn = staticmethod(max_pool2d)
+
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False,
+                 ceil_mode=False):
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if stride is not None else kernel_size
+        self.padding, self.dilation = padding, dilation
+        self.return_indices, self.ceil_mode = return_indices, ceil_mode
+
+    def forward(self, input):
+        return self._fn(input, self.kernel_size, self.stride, self.padding, self.dilation,
+                        ceil_mode=self.ceil_mode, return_indices=self.return_indices)
+
+    def extra_repr(self):
+        return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+                f", dilation={self.dilation}, ceil_mode={self.ceil_mode}")
+
+
+class MaxPool1d(_MaxPoolNd):
+    """:func:`~chainrule.nn.functional.max_pool1d` with the constructor's arguments."""
+    _fn = staticmethod(max_pool1d)
+
+
+class MaxPool2d(_MaxPoolNd):
+    """:func:`~chainrule.nn.functional.max_pool2d` with the constructor's arguments."""
+
+
+class AvgPool1d(Module):
+    """:func:`~chainrule.nn.functional.avg_pool1d` with the constructor's arguments (kept
+    as 1-tuples, as PyTorch)."""
+
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False,
+                 count_include_pad=True):
+        super().__init__()
+        self.kernel_size = _tup(kernel_size, 1, "kernel_size", "AvgPool1d")
+        self.stride = _tup(kernel_size if stride is None else stride, 1, "stride", "AvgPool1d")
+        self.padding = _tup(padding, 1, "padding", "AvgPool1d")
+        self.ceil_mode, self.count_include_pad = ceil_mode, count_include_pad
+
+    def forward(self, input):
+        return avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                          self.count_include_pad)
+
+    def extra_repr(self):
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AvgPool2d(AvgPool1d):
+    """:func:`~chainrule.nn.functional.avg_pool2d` with the constructor's arguments."""
+
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False,
+                 count_include_pad=True, divisor_override=None):
+        Module.__init__(self)
+        self.kernel_size = kernel_size
+        self.stride = stride if stride is not None else kernel_size
+        self.padding, self.ceil_mode = padding, ceil_mode
+        self.count_include_pad, self.divisor_override = count_include_pad, divisor_override
+
+    def forward(self, input):
+        return avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                          self.count_include_pad, self.divisor_override)
+
+
+class _AdaptivePool(Module):
+    _fn = staticmethod(adaptive_avg_pool2d)
+
+    def __init__(self, output_size):
+        super().__init__()
+        self.output_size = output_size
+
+    def forward(self, input):
+        return self._fn(input, self.output_size)
+
+    def extra_repr(self):
+        return f"output_size={self.output_size}"
+
+
+class AdaptiveAvgPool1d(_AdaptivePool):
+    """:func:`~chainrule.nn.functional.adaptive_avg_pool1d` to ``output_size``."""
+    _fn = staticmethod(adaptive_avg_pool1d)
+
+
+class AdaptiveAvgPool2d(_AdaptivePool):
+    """:func:`~chainrule.nn.functional.adaptive_avg_pool2d` to ``output_size``."""
+
+
+class AdaptiveMaxPool1d(_AdaptivePool):
+    """:func:`~chainrule.nn.functional.adaptive_max_pool1d` to ``output_size``."""
+    _fn = staticmethod(adaptive_max_pool1d)
+
+    def __init__(self, output_size, return_indices=False):
+        super().__init__(output_size)
+        self.return_indices = return_indices
+
+    def forward(self, input):
+        return self._fn(input, self.output_size, self.return_indices)
+
+
+class AdaptiveMaxPool2d(AdaptiveMaxPool1d):
+    """:func:`~chainrule.nn.functional.adaptive_max_pool2d` to ``output_size``."""
+    _fn = staticmethod(adaptive_max_pool2d)
+
+
+class BatchNorm2d(BatchNorm1d):
+    """Batch normalisation of (N, C, H, W) inputs, per channel C: as
+    :class:`~chainrule.nn.BatchNorm1d` (parameters, buffers, running statistics, train and
+    eval modes).
+
+    Raises ValueError for an input that is not 4-D.
+    """
+
+    def _check_input_dim(self, input):
+        if input.ndim != 4:
+            raise ValueError(f"BatchNorm2d: expected 4D input (got {input.ndim}D input of "
+                             f"shape {list(input.shape)})")
