@@ -40,7 +40,16 @@ from .autograd import functional as _functional  # noqa: E402,F401
 from .linalg.torch_functions import *  # noqa: E402,F401,F403
 from .nn.functional import _top_group_norm as group_norm  # noqa: E402,F401
 from .nn.functional import _top_layer_norm as layer_norm  # noqa: E402,F401
-from .nn.functional import rms_norm  # noqa: E402,F401
+from .nn.functional import (  # noqa: E402,F401  (PyTorch's top-level spellings)
+    adaptive_avg_pool1d,
+    adaptive_max_pool1d,
+    avg_pool1d,
+    conv1d,
+    conv2d,
+    max_pool1d,
+    max_pool2d,
+    rms_norm,
+)
 
 float32 = _np.float32
 float64 = _np.float64

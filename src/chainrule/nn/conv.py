@@ -21,6 +21,7 @@ import math
 import numpy as np
 
 from .. import ops as _ops
+from .._dispatch import name_errors
 from .._tensor import wrap
 from . import functional as F
 from ._module import Module
@@ -464,6 +465,10 @@ for _fn, _kind, _n in ((adaptive_avg_pool1d, "average", 1), (adaptive_avg_pool2d
         kind=_kind, n=_n, sp="L" if _n == 1 else "H, W", osp="O" if _n == 1 else "O_H, O_W",
         tuple_note="" if _n == 1 else "; None keeps that dim's input size", n1=_n + 1,
         n2=_n + 2, extra=_MAX_EXTRA if _kind == "max" else "")
+
+
+for _name in FUNCTIONAL:  # an error preparing the arguments names the function
+    globals()[_name] = name_errors(globals()[_name])
 
 
 # --- modules -----------------------------------------------------------------------------
