@@ -11,7 +11,8 @@ import math
 
 import numpy as np
 
-from .._tensor import Tensor, wrap
+from .._tensor import Tensor
+from ..ops.torch_more import _t
 from . import decomp, pseudoinverse, solves
 from . import lu_family as _lu
 from .inverse import det, logdet, matrix_power
@@ -37,15 +38,6 @@ TriangularSolveResult = collections.namedtuple("triangular_solve",
 SlogdetResult = collections.namedtuple("slogdet", ["sign", "logabsdet"])
 
 lu_unpack = _lu.lu_unpack
-
-
-def _t(x):
-    if isinstance(x, Tensor):
-        return x
-    a = np.asarray(x)
-    if a.dtype.kind not in "biuf":
-        raise TypeError(f"expected a tensor or numbers, got {type(x).__name__} {x!r:.40}")
-    return wrap(a)
 
 
 def slogdet(A):

@@ -32,11 +32,12 @@ ModeResult = collections.namedtuple("mode", ["values", "indices"])
 
 
 def _t(x):
+    """``x`` as a tensor (numbers and arrays of numbers wrapped); TypeError otherwise."""
     if isinstance(x, Tensor):
         return x
     a = np.asarray(x)
     if a.dtype.kind not in "biuf":
-        raise TypeError(f"expected a tensor or numbers, got {type(x).__name__}")
+        raise TypeError(f"expected a tensor or numbers, got {type(x).__name__} {x!r:.40}")
     return wrap(a)
 
 
