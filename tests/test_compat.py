@@ -11,6 +11,11 @@ import pytest
 import chainrule as cr
 from chainrule import nn
 
+try:
+    import torch
+except ImportError:  # the comparisons with torch are skipped; the rest runs
+    torch = None
+
 
 def test_type_tests_and_dtype_queries():
     t = cr.ones(2, 2, dtype=cr.float32)
@@ -121,8 +126,7 @@ def test_rng_state_printing_and_namespaces():
         assert "..." in repr(cr.arange(100.0))
     finally:
         cr.set_printoptions(profile="default")
-        cr.set_printoptions(precision=8, threshold=1000)
-    assert "0.33333333" in repr(cr.tensor([1 / 3]))
+    assert repr(cr.tensor([1 / 3])) == "tensor([0.3333])"  # PyTorch's default precision
     assert isinstance(cr.cuda.is_available(), bool) and not cr.backends.mps.is_available()
     cr.backends.cudnn.deterministic = True                  # settable, as in training scripts
 
@@ -172,3 +176,42 @@ def test_grad_scaler_steps_skips_and_rescales():
     t_scales, t_weights = _scaler_program(torch, torch.amp.GradScaler, GRADS)
     assert scales == t_scales
     np.testing.assert_allclose(np.array(weights), np.array([w for w in t_weights]))
+
+
+# PyTorch's notation (torch._tensor_str._Formatter): 4 decimals; "1." when every finite entry
+# is an integer; scientific when the finite nonzero magnitudes span more than 1000x, exceed
+# 1e8, or (not all integers) go below 1e-4; one width for all entries
+REPRS = [
+    ([1.5, 2.25], "tensor([1.5000, 2.2500])"),
+    ([np.pi, 0.0, np.nan], "tensor([3.1416, 0.0000,    nan])"),
+    ([1e-8, 1.0], "tensor([1.0000e-08, 1.0000e+00])"),
+    ([1e10, 1.0], "tensor([1.0000e+10, 1.0000e+00])"),
+    ([0.0, 0.0], "tensor([0., 0.])"),
+    ([1.0, -2.0, np.inf], "tensor([ 1., -2., inf])"),
+    ([[1.123456, -22.5], [3.0, 4.0]],
+     "tensor([[  1.1235, -22.5000],\n        [  3.0000,   4.0000]])"),
+    (2.5, "tensor(2.5000)"),
+    (3.0, "tensor(3.)"),
+]
+
+
+@pytest.mark.parametrize("values, text", REPRS)
+def test_repr_uses_pytorchs_notation(values, text):
+    assert repr(cr.tensor(values)) == text
+    assert repr(cr.tensor(values, dtype=cr.float32)) == text[:-1] + ", dtype=float32)"
+    if torch is not None:
+        assert repr(torch.tensor(values, dtype=torch.float64)) == \
+            text[:-1] + ", dtype=torch.float64)"
+
+
+def test_set_printoptions_is_chainrules_own():
+    before = np.get_printoptions()
+    try:
+        cr.set_printoptions(precision=2, sci_mode=True)
+        assert repr(cr.tensor([1 / 3])) == "tensor([3.33e-01])"
+        cr.set_printoptions(sci_mode=False, precision=3)
+        assert repr(cr.tensor([1e-8, 1.0])) == "tensor([0.000, 1.000])"
+        assert np.get_printoptions() == before  # NumPy's own options untouched
+    finally:
+        cr.set_printoptions(profile="default")
+    assert repr(cr.tensor([1 / 3])) == "tensor([0.3333])"

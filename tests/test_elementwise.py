@@ -195,6 +195,57 @@ def test_sinc_is_one_at_zero_with_zero_gradient():
         np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), rtol=1e-12, atol=1e-15)
 
 
+def _sinc_second_derivative(x):
+    """d^2/dx^2 sin(pi x) / (pi x) = pi^2 f''(u) at u = pi x, f(u) = sin(u) / u, so
+    f'' = -sin(u) / u - 2 cos(u) / u^2 + 2 sin(u) / u^3 (and -pi^2 / 3 at 0, from the
+    series 1 - u^2 / 6 + ...)."""
+    u = np.pi * np.asarray(x, dtype=np.float64)
+    return np.pi ** 2 * (-np.sin(u) / u - 2 * np.cos(u) / u ** 2 + 2 * np.sin(u) / u ** 3)
+
+
+def test_sinc_second_derivative_near_and_at_zero():
+    # (cos(pi x) - sinc(x)) / x cancels near 0: the rule switches to sinc's Taylor series
+    # below |x| = 0.01, so the second derivative is right there too (PyTorch gives nan at 0)
+    pts = np.array([0.0, 1e-300, 1e-6, -0.004, 0.0099, 0.0101, 0.3, -2.2])
+    x = cr.tensor(pts, requires_grad=True)
+    (g,) = cr.autograd.grad(cr.sinc(x).sum(), x, create_graph=True)
+    (h,) = cr.autograd.grad(g.sum(), x)
+    tiny = np.abs(pts) < 1e-3  # there the series: -pi^2 / 3 (1 - 3 pi^2 x^2 / 10)
+    expect = np.where(tiny, -np.pi ** 2 / 3 * (1 - np.pi ** 2 * pts ** 2 * 0.3),
+                      _sinc_second_derivative(np.where(tiny, 1.0, pts)))
+    np.testing.assert_allclose(h.numpy(), expect, rtol=1e-9)
+    first = -np.pi ** 2 * pts / 3  # sinc'(x) = -pi^2 x / 3 (1 + O(x^2)) near 0
+    np.testing.assert_allclose(g.detach().numpy()[:3], first[:3], rtol=1e-9, atol=0)
+    x32 = cr.tensor(pts, dtype=cr.float32, requires_grad=True)
+    (g32,) = cr.autograd.grad(cr.sinc(x32).sum(), x32)
+    assert g32.dtype == cr.float32
+
+
+def test_atan2_gradient_is_zero_at_the_origin():
+    y = cr.tensor([0.0, -0.0, 1.0], requires_grad=True)
+    x = cr.tensor([0.0, 0.0, 2.0], requires_grad=True)
+    cr.atan2(y, x).sum().backward()
+    # the origin: 0 as PyTorch (atan2 has no derivative there); elsewhere x / r^2, -y / r^2
+    np.testing.assert_array_equal(y.grad.numpy(), [0.0, 0.0, 2.0 / 5])
+    np.testing.assert_array_equal(x.grad.numpy(), [0.0, 0.0, -1.0 / 5])
+    assert not np.isnan(y.grad.numpy()).any()
+
+
+def test_angle_at_infinities_signed_zero_and_nan():
+    x = cr.tensor([np.inf, -np.inf, -0.0, 0.0, -2.0, np.nan], requires_grad=True)
+    a = cr.angle(x)
+    np.testing.assert_array_equal(a.detach().numpy(), [0.0, np.pi, 0.0, 0.0, np.pi, np.nan])
+    assert not np.signbit(a.detach().numpy()[2])  # +0, as PyTorch's
+    a.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.zeros(6))
+
+
+def test_lgamma_of_minus_infinity_is_infinity():
+    # log |Gamma(x)| -> inf as x -> -inf along non-integers (C's lgamma and PyTorch's)
+    out = cr.lgamma(cr.tensor([-np.inf, np.inf, 1.0, 3.0]))
+    np.testing.assert_array_equal(out.numpy(), [np.inf, np.inf, 0.0, np.log(2.0)])
+
+
 def test_xlogy_is_zero_where_x_is_zero():
     x = cr.tensor([0.0, 0.0, 0.0, 2.0], requires_grad=True)
     y = cr.tensor([0.0, 3.0, np.nan, 0.5], requires_grad=True)

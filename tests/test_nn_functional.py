@@ -541,6 +541,8 @@ def test_binary_cross_entropy_edges_and_errors():
         F.binary_cross_entropy(T([0.5] * 3), T([0.5] * 2))
     with pytest.raises(RuntimeError, match="all elements of input should be between 0 and 1"):
         F.binary_cross_entropy(T([1.5]), T([1.0]))
+    with pytest.raises(RuntimeError, match="all elements of input should be between 0 and 1"):
+        F.binary_cross_entropy(T([0.5, np.nan]), T([1.0, 0.0]))  # nan is not in [0, 1]
     with pytest.raises(ValueError, match=r"Target size \(\[2\]\) must be the same as input size"):
         F.binary_cross_entropy_with_logits(T([0.5] * 3), T([0.5] * 2))
 

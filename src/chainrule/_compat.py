@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import pickle
+import sys
 import threading
 from types import SimpleNamespace
 
@@ -19,7 +20,7 @@ import numpy as np
 from . import _creation
 from ._dispatch import name_errors
 from ._state import STATE, _GradMode
-from ._tensor import PRINT_THRESHOLD, Tensor
+from ._tensor import PRINT_OPTS, Tensor
 from .backend import numpy_dtype
 
 __all__ = ["is_tensor", "is_floating_point", "is_nonzero", "inference_mode",
@@ -184,20 +185,21 @@ def broadcast_shapes(*shapes):
 @name_errors
 def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=None,
                      profile=None, sci_mode=None):
-    """How tensors print (NumPy's print options underneath; ``profile`` "default",
-    "short" or "full" as PyTorch's)."""
+    """How tensors print, as PyTorch's: ``precision`` decimals (4), ``threshold`` entries
+    before summarising (1000), ``edgeitems`` shown at each end when summarised (3),
+    ``linewidth`` (80), ``sci_mode`` (None: chosen per tensor; True/False forces it);
+    ``profile`` "default", "short" or "full" sets the first four. NumPy's own print options
+    are left as they are."""
     if profile is not None:
         preset = {"default": (4, 1000, 3, 80), "short": (2, 1000, 2, 80),
-                  "full": (4, np.inf, 3, 80)}[profile]
-        np.set_printoptions(precision=preset[0], edgeitems=preset[2], linewidth=preset[3])
-        PRINT_THRESHOLD[0] = preset[1]
-    options = {k: v for k, v in (("precision", precision), ("edgeitems", edgeitems),
-                                 ("linewidth", linewidth)) if v is not None}
-    if sci_mode is not None:
-        options["suppress"] = not sci_mode
-    np.set_printoptions(**options)
-    if threshold is not None:
-        PRINT_THRESHOLD[0] = threshold
+                  "full": (4, sys.maxsize, 3, 80)}[profile]
+        PRINT_OPTS.update(precision=preset[0], threshold=preset[1], edgeitems=preset[2],
+                          linewidth=preset[3])
+    for key, value in (("precision", precision), ("threshold", threshold),
+                       ("edgeitems", edgeitems), ("linewidth", linewidth)):
+        if value is not None:
+            PRINT_OPTS[key] = value
+    PRINT_OPTS["sci_mode"] = sci_mode
 
 
 def get_rng_state():

@@ -11,7 +11,10 @@ import numpy as np
 from .backend import backend_of, device, dtype_kind
 
 _ndarray, _generic, _asarray = np.ndarray, np.generic, np.asarray
-PRINT_THRESHOLD = [1000]  # set_printoptions(threshold=...)
+# set_printoptions(...): PyTorch's defaults; they are chainrule's own (NumPy's print options
+# are the user's and stay untouched)
+PRINT_OPTS = {"precision": 4, "threshold": 1000, "edgeitems": 3, "linewidth": 80,
+              "sci_mode": None}
 
 _FLOAT_KINDS = "f"
 
@@ -67,6 +70,40 @@ def check_grad_dtype(dtype, what="tensor"):
             f"only tensors of floating point dtype can require gradients; this {what} has "
             f"dtype {dtype}. Convert it first, e.g. x.double() or x.float()."
         )
+
+
+def _formatter(data):
+    """NumPy ``array2string``'s formatter giving PyTorch's notation for a real float array
+    (``torch._tensor_str._Formatter``): ``precision`` decimals, ``1.`` when every finite
+    entry is an integer, scientific when the finite nonzero magnitudes span more than 1000x,
+    exceed 1e8, or (not all integers) go below 1e-4; every entry right-aligned to one width.
+    None (NumPy's own) for other dtypes."""
+    if data.dtype.kind != "f":
+        return None
+    p, flat = PRINT_OPTS["precision"], data.reshape(-1)
+    vals = flat[np.isfinite(flat) & (flat != 0)].astype(np.float64)
+    int_mode, sci = True, False
+    if vals.size:
+        mags = np.abs(vals)
+        lo, hi = mags.min(), mags.max()
+        int_mode = bool(np.all(vals == np.ceil(vals)))
+        sci = hi / lo > 1000.0 or hi > 1.0e8 or (not int_mode and lo < 1.0e-4)
+    if PRINT_OPTS["sci_mode"] is not None:
+        sci = PRINT_OPTS["sci_mode"]
+
+    def text(v):
+        v = float(v)
+        if sci:
+            return f"{v:.{p}e}"
+        if int_mode:
+            return f"{v:.0f}" + ("." if np.isfinite(v) else "")
+        return f"{v:.{p}f}"
+
+    # the widest entry is one of the extremes (sign, integer digits, exponent digits)
+    width = max((len(text(v)) for v in (vals.min(), vals.max(), vals[np.argmin(np.abs(vals))],
+                                        vals[np.argmax(np.abs(vals))])), default=1) \
+        if vals.size else 1
+    return {"float_kind": lambda v: text(v).rjust(width)}
 
 
 class Tensor:
@@ -354,8 +391,10 @@ class Tensor:
             return (f"tensor(<{b.name} array of shape {tuple(self.shape)}, dtype "
                     f"{self.dtype}>, device='{self.device}'{fn})")
         data = np.asarray(self._data)
-        body = np.array2string(data, separator=", ", prefix="tensor(",
-                               threshold=PRINT_THRESHOLD[0])
+        body = np.array2string(
+            data, separator=", ", prefix="tensor(", formatter=_formatter(data),
+            threshold=PRINT_OPTS["threshold"], edgeitems=PRINT_OPTS["edgeitems"],
+            max_line_width=PRINT_OPTS["linewidth"])
         extras = []
         if data.dtype not in (np.float64, np.int64, np.bool_):
             extras.append(f"dtype={data.dtype}")

@@ -909,7 +909,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
                          f"different to the input size ({_size(si)}) is deprecated. Please "
                          "ensure they have the same size.")
     xd = input._data if isinstance(input, Tensor) else np.asarray(input)
-    if xd.size and (np.min(xd) < 0 or np.max(xd) > 1):
+    if xd.size and not (np.min(xd) >= 0 and np.max(xd) <= 1):  # nan fails too
         raise RuntimeError("binary_cross_entropy: all elements of input should be between 0 "
                            "and 1")
     with np.errstate(divide="ignore"):  # log(0) = -inf, clamped to -100 as PyTorch

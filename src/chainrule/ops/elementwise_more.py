@@ -197,13 +197,21 @@ def _sinc_fallback(xp, x):
 
 
 def _sinc_deriv(F, self, out):
-    # (cos(pi x) - sinc(x)) / x, and 0 at x = 0 (sinc is even), as PyTorch's sinc_backward
-    safe = F.where(self == 0, 1.0, self)
-    return F.where(self == 0, 0.0, (F.cos(math.pi * self) - out) / safe)
+    # (cos(pi x) - sinc(x)) / x away from 0; near 0 that difference cancels (the second
+    # derivative at 0 would be lost), so for |x| < 0.01 the Taylor series of sinc' is used:
+    # -pi^2 x / 3 + pi^4 x^3 / 30 - pi^6 x^5 / 840 (next term below 1e-13 of it there)
+    small = F.abs(self) < 0.01
+    safe = F.where(small, 1.0, self)
+    x2 = self * self
+    series = self * (-_PI2 / 3 + x2 * (_PI2 * _PI2 / 30 - x2 * (_PI2 * _PI2 * _PI2 / 840)))
+    return F.where(small, series, (F.cos(math.pi * safe) - out) / safe)
+
+
+_PI2 = math.pi * math.pi
 
 
 SINC = elementwise("sinc", own_or("sinc", _sinc_fallback), _sinc_deriv,
-                   math="(cos(pi x) - sinc(x)) / x, 0 at x = 0",
+                   math="(cos(pi x) - sinc(x)) / x; its Taylor series near 0 (0 at x = 0)",
                    source=CALCULUS + "; sinc(x) = sin(pi x) / (pi x), 1 at 0, as torch.sinc")
 
 acos = _unary(ACOS, "Elementwise arccosine (radians), for x in [-1, 1].")
@@ -224,12 +232,21 @@ arcsinh, arccosh, arctanh = asinh, acosh, atanh
 
 # --- two-argument functions --------------------------------------------------------------------
 
+def _atan2_partial(F, numerator, self, other):
+    """``numerator / (self^2 + other^2)``, 0 where both are 0 (PyTorch's atan2 gradient at
+    the origin, where atan2 has no derivative)."""
+    r2 = self * self + other * other
+    zero = r2 == 0
+    return F.where(zero, 0.0, numerator / F.where(zero, 1.0, r2))
+
+
 ATAN2 = binary(
     "atan2", "atan2",
-    {"self": lambda F, self, other: other / (self * self + other * other),
-     "other": lambda F, self, other: -self / (self * self + other * other)},
+    {"self": lambda F, self, other: _atan2_partial(F, other, self, other),
+     "other": lambda F, self, other: _atan2_partial(F, -self, self, other)},
     math={"self": "grad_y = grad * x / (x^2 + y^2)", "other": "grad_x = -grad * y / (x^2 + y^2)",
-          "out": "dz = (x dy - y dx) / (x^2 + y^2)  (z = atan2(y, x), y = self, x = other)"},
+          "out": "dz = (x dy - y dx) / (x^2 + y^2)  (z = atan2(y, x), y = self, x = other); "
+                 "0 at the origin, as PyTorch"},
     source=CIRCULAR + "; atan2(y, x) = atan(y / x) up to a multiple of pi",
 )
 HYPOT = binary(

@@ -86,7 +86,12 @@ declare_rule_name("log1p", NUMPY.xp.log1p, lambda x: log1p(x), lambda xp, dev, l
 
 # --- gamma family ------------------------------------------------------------------------------
 
-LGAMMA = elementwise("lgamma", special_kernel("gammaln"), lambda F, self: F.digamma(self),
+def _lgamma_kernel(xp, x):
+    out = xp.gammaln(x)
+    return xp.where(x == -math.inf, math.inf, out)  # log |Gamma(-inf)| = inf (C, PyTorch)
+
+
+LGAMMA = elementwise("lgamma", xp_kernel(_lgamma_kernel), lambda F, self: F.digamma(self),
                      math="digamma(x)", source=f"{AS}, eq. 6.3.1 (psi = d/dx log Gamma)")
 DIGAMMA = elementwise("digamma", special_kernel("digamma"),
                       lambda F, self: F.polygamma(1, self), math="polygamma(1, x)",

@@ -458,8 +458,8 @@ def angle(input):
     from .elementwise import where
 
     x = _t(input)
-    zero = x * 0.0
-    return where(x < 0, zero + math.pi, zero)
+    zero = x.nan_to_num(0.0, 0.0, 0.0) * 0.0 + 0.0  # 0 (not -0 or nan) for -0 and +-inf
+    return where(x < 0, zero + math.pi, where(x != x, math.nan, zero))
 
 
 for _name in __all__:
