@@ -222,3 +222,16 @@ def _linalg_samples():
 
 
 SAMPLES += _linalg_samples()
+
+# binary cross-entropy's terms (nn.functional.binary_cross_entropy): probabilities strictly
+# inside (0, 1); an RNG of their own, so the samples above keep their values
+_BCE_RNG = np.random.default_rng(77)
+SAMPLES += [
+    S("binary_cross_entropy",
+      lambda x: cr.nn.functional.binary_cross_entropy(x, (x.detach() > 0.5).to(x.dtype)),
+      [_BCE_RNG.uniform(0.15, 0.85, (2, 3))]),
+    S("binary_cross_entropy",
+      lambda x, t: cr.nn.functional.binary_cross_entropy(x, t, reduction="none"),
+      [_BCE_RNG.uniform(0.15, 0.85, (2, 3)), _BCE_RNG.uniform(0.0, 1.0, (2, 3))],
+      "target_requiring_grad"),
+]

@@ -11,6 +11,11 @@ import pytest
 import chainrule as cr
 from functions import Exp
 
+try:
+    import torch
+except ImportError:  # the comparisons with torch are skipped; the rest runs
+    torch = None
+
 
 def _leaf(values=(1.0, 2.0, 3.0), dtype=cr.float64):
     return cr.tensor(list(values), dtype=dtype, requires_grad=True)
@@ -226,3 +231,42 @@ def test_per_sample_gradients_own_their_memory():
         assert r._data.flags.writeable and not np.shares_memory(r._data, X._data)
     times._data[...] = 0
     np.testing.assert_array_equal(np.asarray(X), [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+
+
+COPYING = {  # ops whose result is a new tensor in PyTorch (never a view of the input)
+    "flip": lambda m, t: t.flip(0), "fliplr": lambda m, t: t.fliplr(),
+    "flipud": lambda m, t: t.flipud(), "rot90_0": lambda m, t: t.rot90(0),
+    "rot90_1": lambda m, t: t.rot90(1), "rot90_2": lambda m, t: t.rot90(2),
+    "diag": lambda m, t: t.diag(), "roll_whole_turn": lambda m, t: t.roll(2, 0),
+    "repeat_once": lambda m, t: t.repeat(1, 1), "tile_once": lambda m, t: t.tile((1, 1)),
+    "pad_zero": lambda m, t: m.nn.functional.pad(t, (0, 0)),
+    "einsum_relabel": lambda m, t: m.einsum("ij->ji", t),
+    "einsum_diagonal": lambda m, t: m.einsum("ii->i", t),
+}
+
+
+@pytest.mark.parametrize("name", sorted(COPYING))
+def test_ops_that_copy_leave_their_input_alone_when_the_result_is_changed(name):
+    # writing into the result must not change the input: its values stay and its gradient
+    # is that of (x * 1).sum(), ones (was: the result shared the input's memory)
+    for m in [cr] + ([torch] if torch is not None and not name.startswith("einsum") else []):
+        x = m.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=m.float64, requires_grad=True)
+        a = x * 1
+        out = COPYING[name](m, a)
+        assert out is not a
+        out.mul_(10)
+        np.testing.assert_array_equal(a.detach().numpy(), [[1.0, 2.0], [3.0, 4.0]])
+        (a * 1).sum().backward()
+        np.testing.assert_array_equal(x.grad.numpy(), np.ones((2, 2)))
+
+
+def test_einsum_checks_the_versions_of_the_operands_it_saved():
+    x = cr.tensor([1.0, 2.0, 3.0], dtype=cr.float64, requires_grad=True)
+    t = x * 1
+    s = cr.einsum("i,i->", t, t)   # saves t (twice) for its VJP 2 t
+    t.mul_(10)
+    with pytest.raises(RuntimeError, match=r"saved by EinsumBackward0 as 'operands\[0\]'"):
+        s.backward()
+    y = x * 1
+    cr.einsum("i,i->", y, y).backward()   # unchanged operands: d/dx sum(x^2) = 2 x
+    np.testing.assert_array_equal(x.grad.numpy(), [2.0, 4.0, 6.0])

@@ -473,3 +473,60 @@ def test_inplace_on_a_leaf_that_requires_grad_raises():
     with pytest.raises(RuntimeError, match="leaf Variable"):
         x.clamp_min_(0.0)
     assert x._version == 0
+
+
+MASKED = {  # fn, and the entries of x = [-1, 2, -3, 0.25] that get no gradient
+    "relu": (lambda m, x: m.relu(x), [0, 2]),
+    "clamp": (lambda m, x: x.clamp(min=0.0), [0, 2]),
+    "clamp_both": (lambda m, x: x.clamp(-0.5, 1.0), [0, 1, 2]),
+    "clamp_tensor": (lambda m, x: x.clamp(min=m.zeros(4, dtype=x.dtype)), [0, 2]),
+    "maximum": (lambda m, x: m.maximum(x, m.full((4,), 0.5, dtype=x.dtype)), [0, 2, 3]),
+    "minimum": (lambda m, x: m.minimum(x, m.full((4,), -2.0, dtype=x.dtype)), [0, 1, 3]),
+    "fmax": (lambda m, x: m.fmax(x, m.full((4,), 0.5, dtype=x.dtype)), [0, 2, 3]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MASKED))
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_masked_gradient_is_zero_even_for_inf_and_nan_cotangents(name, create_graph):
+    # sqrt after a clamp gets an infinite cotangent at the clamped zeros; PyTorch's
+    # threshold / clamp / maximum backwards put 0 there (where / masked_fill), not inf * 0
+    fn, blocked = MASKED[name]
+    values = np.array([-1.0, 2.0, -3.0, 0.25])
+    cot = np.array([np.inf, np.nan, np.inf, np.nan])  # non-finite everywhere
+    x = cr.tensor(values, requires_grad=True)
+    (g,) = cr.autograd.grad(fn(cr, x), x, cr.tensor(cot), create_graph=create_graph)
+    g = g.detach().numpy()
+    passed = [i for i in range(4) if i not in blocked]
+    np.testing.assert_array_equal(g[blocked], 0.0)
+    np.testing.assert_array_equal(g[passed], cot[passed])  # the rest passes as it is
+    if torch is not None:
+        t = torch.tensor(values, requires_grad=True)
+        (tg,) = torch.autograd.grad(fn(torch, t), t, torch.tensor(cot))
+        np.testing.assert_array_equal(g, tg.numpy())
+    x32 = cr.tensor(values, dtype=cr.float32, requires_grad=True)
+    (g32,) = cr.autograd.grad(fn(cr, x32), x32, cr.tensor(cot, dtype=cr.float32))
+    assert g32.dtype == cr.float32
+    np.testing.assert_array_equal(g32.numpy(), g.astype(np.float32))
+
+
+def test_integer_power_with_negative_exponents_as_pytorch():
+    # 1 / x^|p| truncated: 1 for x = 1, +-1 for x = -1 by the parity of p, 0 otherwise
+    base = cr.tensor([2, 1, -1, -1, 0, 3])
+    exponent = cr.tensor([-1, -3, -2, -3, -1, 0])
+    out = base ** exponent
+    assert out.dtype == np.int64
+    np.testing.assert_array_equal(out.numpy(), [0, 1, 1, -1, 0, 1])
+    if torch is not None:
+        np.testing.assert_array_equal(
+            out.numpy(), (torch.tensor(base.numpy()) ** torch.tensor(exponent.numpy())).numpy())
+
+
+def test_trunc_division_of_integers_stays_integer_and_exact():
+    a, b = cr.tensor([-7, 7, 5, -9]), cr.tensor([2, 2, -3, -4])
+    out = cr.div(a, b, rounding_mode="trunc")
+    assert out.dtype == np.int64
+    np.testing.assert_array_equal(out.numpy(), [-3, 3, -1, 2])  # toward zero
+    big = cr.tensor([2 ** 62 + 1])  # exact where a float quotient would round
+    assert cr.div(big, 1, rounding_mode="trunc").item() == 2 ** 62 + 1
+    assert cr.div(cr.tensor([-7.0]), 2, rounding_mode="trunc").dtype == np.float64

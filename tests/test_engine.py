@@ -1149,3 +1149,50 @@ def test_slice_loop_matches_torch():
     ours = program(cr)
     assert ours.shape == (6, 4) and np.all(np.isfinite(ours))
     np.testing.assert_allclose(ours, program(torch), rtol=1e-12)
+
+
+def test_a_second_backward_through_nodes_that_saved_no_arrays_works():
+    # PyTorch frees saved tensors only: sum's node keeps a shape, so a second backward
+    # without retain_graph accumulates again; mul's node saved its inputs and raises
+    x = cr.tensor([1.0, 2.0], requires_grad=True)
+    y = x.sum()
+    y.backward()
+    y.backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [2.0, 2.0])
+    z = (x * x).sum()
+    z.backward()
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        z.backward()
+
+
+def test_changing_a_quotient_in_place_leaves_its_backward_valid():
+    # div's VJP reads x and y (as PyTorch's), not the quotient: q = 2 b / c after mul_
+    b = cr.tensor([1.0, 2.0], requires_grad=True)
+    c = cr.tensor([3.0, 4.0], requires_grad=True)
+    q = b / c
+    q.mul_(2)
+    q.sum().backward()
+    np.testing.assert_allclose(b.grad.numpy(), 2 / np.array([3.0, 4.0]), rtol=1e-15)
+    np.testing.assert_allclose(c.grad.numpy(), -2 * np.array([1.0, 2.0]) / np.array([9.0, 16.0]),
+                               rtol=1e-15)
+
+
+def test_setitem_with_a_value_of_more_leading_dims():
+    # NumPy (and PyTorch) accept a value with extra leading 1s; its cotangent comes back in
+    # the value's shape
+    x = cr.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    v = cr.tensor([[[5.0, 6.0]]], requires_grad=True)
+    t = x * 1
+    t[1:] = v
+    (t * t).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [2.0, 0.0, 0.0])
+    assert v.grad.shape == (1, 1, 2)
+    np.testing.assert_array_equal(v.grad.numpy(), [[[10.0, 12.0]]])
+
+
+def test_casting_to_an_integer_dtype_gives_a_tensor_without_grad():
+    x = cr.tensor([1.5, -2.5], requires_grad=True)
+    for out in (x.to(cr.int64), x.long(), x.to(dtype=cr.int32), x.type(cr.int64)):
+        assert not out.requires_grad and out.grad_fn is None
+        np.testing.assert_array_equal(out.numpy(), [1, -2])  # truncation, as PyTorch's
+    assert x.requires_grad and x.grad is None

@@ -176,10 +176,11 @@ def test_backward_of_result_computed_under_no_grad_raises_and_mentions_no_grad()
         y.backward()
 
 
-def test_converting_requires_grad_tensor_to_int_raises():
+def test_converting_requires_grad_tensor_to_int_gives_no_grad():
+    # PyTorch: x.to(int64) works and its result does not require grad (no gradient exists)
     x = leaf([1.5])
-    with pytest.raises(RuntimeError):
-        x.to(np.int64)
+    out = x.to(np.int64)
+    assert out.dtype == np.int64 and not out.requires_grad and x.requires_grad
 
 
 def test_backward_of_non_tensor_raises_type_error():

@@ -518,3 +518,166 @@ def test_functional_create_graph_as_pytorch():
         assert [f for f, _ in ours] == [f for f, _ in theirs]
         for (_, a), (_, b) in zip(ours, theirs):
             np.testing.assert_allclose(a, b, rtol=1e-12)
+
+
+# --- an outer derivative through what an inner transform closed over ---------------------
+
+X0 = np.array([0.3, -1.2, 0.7])
+C0 = np.array([1.1, 0.5, -0.4])
+
+
+def _inner(x):
+    """grad_y sum(x * y^2) at y = C0, a function of the closed-over x: 2 x C0."""
+    return F.grad(lambda y: (x * y ** 2).sum())(cr.tensor(C0))
+
+
+@pytest.mark.parametrize("outer", ["grad", "grad_argnums", "jvp", "jacfwd", "jacrev", "autograd"])
+def test_outer_transform_sees_through_an_inner_transforms_closure(outer):
+    # d/dx sum(2 x c) = 2 c; each outer way of asking for it (was zeros: the inner grad
+    # detached its result because its own input needed no outer derivative)
+    x = cr.tensor(X0)
+    if outer == "grad":
+        got = F.grad(lambda x: _inner(x).sum())(x)
+    elif outer == "grad_argnums":
+        got = F.grad(lambda a, b: F.grad(lambda a, b: (a * b ** 2).sum(), argnums=1)(a, b)
+                     .sum())(x, cr.tensor(C0))
+    elif outer == "jvp":  # J t with t = 1: J = diag(2 c)
+        got = F.jvp(_inner, (x,), (cr.ones(3),))[1]
+    elif outer == "jacfwd":
+        got = F.jacfwd(_inner)(x).diagonal()
+    elif outer == "jacrev":
+        got = F.jacrev(_inner)(x).diagonal()
+    else:  # plain autograd around a transform
+        w = cr.tensor(X0, requires_grad=True)
+        _inner(w).sum().backward()
+        got = w.grad
+    np.testing.assert_allclose(got.numpy(), 2 * C0, rtol=1e-14)
+    assert outer == "autograd" or not got.requires_grad  # the top-level result: no graph
+
+
+@pytest.mark.parametrize("inner", ["vjp", "jacrev", "jvp", "linearize"])
+def test_grad_of_other_inner_transforms_of_a_closure(inner):
+    x, c, t = cr.tensor(X0), cr.tensor(C0), cr.ones(3)
+
+    def f(x):
+        if inner == "vjp":    # u^T J with J = diag(2 x c) for y -> x * y^2 at c, u = 1
+            return F.vjp(lambda y: x * y ** 2, c)[1](t)[0].sum()
+        if inner == "jacrev":
+            return F.jacrev(lambda y: x * y ** 2)(c).sum()
+        if inner == "jvp":    # J t
+            return F.jvp(lambda y: x * y ** 2, (c,), (t,))[1].sum()
+        return F.linearize(lambda y: x * y ** 2, c)[0].sum()  # sum(x c^2), its primal
+    got = F.grad(f)(x).numpy()
+    expect = C0 ** 2 if inner == "linearize" else 2 * C0
+    np.testing.assert_allclose(got, expect, rtol=1e-14)
+
+
+def test_linearize_primal_output_keeps_its_graph():
+    x = cr.tensor(X0)
+    got = F.grad(lambda x: F.linearize(cr.sin, x)[0].sum())(x)
+    np.testing.assert_allclose(got.numpy(), np.cos(X0), rtol=1e-15)
+
+
+def test_jacfwd_and_hessian_of_a_0d_input_are_0d():
+    x = cr.tensor(0.3)
+    j, h = F.jacfwd(cr.sin)(x), F.hessian(cr.sin)(x)
+    assert j.shape == () and h.shape == ()
+    np.testing.assert_allclose([j.item(), h.item()], [np.cos(0.3), -np.sin(0.3)], rtol=1e-15)
+
+
+def test_forward_over_reverse_of_a_rule_in_log_space():
+    # logcumsumexp's VJP splits the cotangent by sign in log space: linear, but not smooth at
+    # a zero cotangent, where the double-backward trick used to linearize it (giving zeros)
+    x = cr.tensor(X0)
+
+    def lcse_sum(z):
+        return cr.logcumsumexp(z, 0).sum()
+
+    fwd_fwd = F.jacfwd(F.jacfwd(lcse_sum))(x).numpy()
+    rev_rev = F.jacrev(F.jacrev(lcse_sum))(x).numpy()
+    np.testing.assert_allclose(fwd_fwd, rev_rev, rtol=1e-12, atol=1e-15)
+    # the Hessian against central differences of the (exact) gradient
+    g = F.grad(lcse_sum)
+    h = 1e-6
+    fd = np.stack([(g(cr.tensor(X0 + h * e)).numpy() - g(cr.tensor(X0 - h * e)).numpy()) / (2 * h)
+                   for e in np.eye(3)])
+    np.testing.assert_allclose(rev_rev, fd, rtol=1e-6, atol=1e-9)
+    got = F.grad(lambda x: F.jvp(lambda z: cr.logcumsumexp(z, 0), (x,), (cr.tensor(C0),))[1]
+                 .sum())(x).numpy()
+    np.testing.assert_allclose(got, fd @ C0, rtol=1e-6, atol=1e-9)  # H symmetric: H c
+
+
+class _ExpSavingOutput(cr.autograd.Function):
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(x):
+        return x.exp()
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(output)
+        ctx.save_for_forward(output)
+
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        return g * y
+
+    @staticmethod
+    def jvp(ctx, t):
+        (y,) = ctx.saved_tensors
+        return t * y
+
+
+class _MulFn(cr.autograd.Function):
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(x, y):
+        return x * y
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(*inputs)
+        ctx.save_for_forward(*inputs)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, y = ctx.saved_tensors
+        return g * y, g * x
+
+    @staticmethod
+    def jvp(ctx, tx, ty):
+        x, y = ctx.saved_tensors
+        return tx * y + x * ty
+
+
+@pytest.mark.parametrize("how", ["hessian", "jacfwd_jacrev", "jacrev_jacrev", "jvp_grad"])
+def test_forward_over_reverse_through_a_function_that_saves_its_output(how):
+    # d^2/dx^2 sum(exp(x)) = diag(exp(x)); the backward reads the saved output, whose
+    # tangent must come along (it was dropped: zeros)
+    x = cr.tensor(X0)
+
+    def f(x):
+        return _ExpSavingOutput.apply(x).sum()
+
+    if how == "jvp_grad":
+        got = F.jvp(F.grad(f), (x,), (cr.ones(3),))[1].numpy()
+    else:
+        outer = {"hessian": F.hessian, "jacfwd_jacrev": lambda g: F.jacfwd(F.jacrev(g)),
+                 "jacrev_jacrev": lambda g: F.jacrev(F.jacrev(g))}[how]
+        got = outer(f)(x).numpy().diagonal()
+    np.testing.assert_allclose(got, np.exp(X0), rtol=1e-14)
+
+
+def test_function_jvp_gets_zeros_for_an_input_without_tangent():
+    import chainrule.autograd.forward_ad as fwAD
+
+    x, y, t = cr.tensor(X0), cr.tensor(C0), cr.tensor([1.0, 2.0, 3.0])
+    with fwAD.dual_level():
+        out = _MulFn.apply(x, fwAD.make_dual(y, t))
+        tangent = fwAD.unpack_dual(out).tangent
+    np.testing.assert_allclose(tangent.numpy(), X0 * np.array([1.0, 2.0, 3.0]), rtol=1e-15)
+    h = F.hessian(lambda a, b: _MulFn.apply(a.sin(), b.cos()).sum(), argnums=1)(x, y)
+    np.testing.assert_allclose(h.numpy().diagonal(), -np.sin(X0) * np.cos(C0), rtol=1e-14)

@@ -828,3 +828,72 @@ def test_layers_and_misc_against_torch():
     np.testing.assert_allclose(rm.numpy(), trm.numpy(), rtol=1e-12)
     np.testing.assert_allclose(rv.numpy(), trv.numpy(), rtol=1e-12)
     assert F.one_hot(cr.tensor([3, 0])).tolist() == TF.one_hot(torch.tensor([3, 0])).tolist()
+
+
+def test_binary_cross_entropy_gradient_at_saturated_probabilities():
+    # PyTorch's backward: grad (x - t) / max(x (1 - x), 1e-12); a prediction of exactly 0 or
+    # 1 (sigmoid(20) in float32) gets a finite gradient, 0 when it is right (was NaN)
+    x = T([1.0, 0.0, 1.0, 0.25])
+    x.requires_grad_(True)
+    t = T([1.0, 0.0, 0.0, 1.0])
+    F.binary_cross_entropy(x, t, reduction="sum").backward()
+    eps = float(np.float32(1e-12))  # PyTorch's floor, a C float
+    np.testing.assert_allclose(x.grad.numpy(), [0.0, 0.0, 1 / eps, (0.25 - 1) / (0.25 * 0.75)],
+                               rtol=1e-15)
+    w = cr.tensor(20.0, dtype=cr.float32, requires_grad=True)
+    F.binary_cross_entropy(w.sigmoid(), cr.tensor(1.0, dtype=cr.float32)).backward()
+    assert w.grad.item() == 0.0 and w.grad.dtype == cr.float32
+    torch = _torch()
+    if torch is not None:
+        tx = torch.tensor([1.0, 0.0, 1.0, 0.25], dtype=torch.float64, requires_grad=True)
+        torch.nn.functional.binary_cross_entropy(
+            tx, torch.tensor(t.numpy()), reduction="sum").backward()
+        np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-15)
+
+
+INPLACE_CASES = {
+    "relu": (lambda h: F.relu(h, inplace=True), lambda v: np.maximum(v, 0), lambda v: v > 0),
+    "relu_": (lambda h: F.relu_(h), lambda v: np.maximum(v, 0), lambda v: v > 0),
+    "leaky_relu": (lambda h: F.leaky_relu(h, 0.2, True), lambda v: np.where(v > 0, v, 0.2 * v),
+                   lambda v: np.where(v > 0, 1.0, 0.2)),
+    "hardtanh": (lambda h: F.hardtanh(h, -0.5, 0.5, True), lambda v: np.clip(v, -0.5, 0.5),
+                 lambda v: (v > -0.5) & (v < 0.5)),
+    "ReLU": (lambda h: cr.nn.ReLU(inplace=True)(h), lambda v: np.maximum(v, 0),
+             lambda v: v > 0),
+    "Threshold": (lambda h: cr.nn.Threshold(0.1, 20.0, inplace=True)(h),
+                  lambda v: np.where(v > 0.1, v, 20.0), lambda v: v > 0.1),
+    "Dropout_eval": (lambda h: cr.nn.Dropout(0.3, inplace=True).eval()(h), lambda v: v,
+                     lambda v: np.ones_like(v)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(INPLACE_CASES))
+def test_inplace_true_updates_the_input_and_its_history(name):
+    # h = 1.5 x is replaced by f(h); (h * h).sum() then has gradient 2 f(h) f'(h) 1.5 in x
+    fn, f, df = INPLACE_CASES[name]
+    values = np.array([-1.0, 2.0, 0.5, -0.25])
+    x = cr.tensor(values, requires_grad=True)
+    h = x * 1.5
+    assert fn(h) is h
+    v = 1.5 * values
+    np.testing.assert_allclose(h.detach().numpy(), f(v), rtol=1e-15)
+    (h * h).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), 2 * f(v) * df(v) * 1.5, rtol=1e-15)
+    leaf = cr.tensor(values, requires_grad=True)
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        fn(leaf)
+    np.testing.assert_array_equal(leaf.detach().numpy(), values)  # left as it was
+    torch = _torch()
+    if torch is not None:
+        tx = torch.tensor(values, requires_grad=True)
+        th = tx * 1.5
+        tfn = {"relu": lambda t: torch.nn.functional.relu(t, inplace=True),
+               "relu_": torch.nn.functional.relu_,
+               "leaky_relu": lambda t: torch.nn.functional.leaky_relu(t, 0.2, True),
+               "hardtanh": lambda t: torch.nn.functional.hardtanh(t, -0.5, 0.5, True),
+               "ReLU": torch.nn.ReLU(inplace=True),
+               "Threshold": torch.nn.Threshold(0.1, 20.0, inplace=True),
+               "Dropout_eval": torch.nn.Dropout(0.3, inplace=True).eval()}[name]
+        tfn(th)
+        (th * th).sum().backward()
+        np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-15)

@@ -18,6 +18,8 @@ from .backend import device  # noqa: F401
 from .ops import *  # noqa: F401,F403
 from .ops import index_put, take_along_dim  # noqa: F401
 from .ops.indexing import getitem  # noqa: F401
+from .ops.searching import reduce_all as all  # noqa: F401,A004  (torch.all)
+from .ops.searching import reduce_any as any  # noqa: F401,A004  (torch.any)
 
 _install()
 del nn  # noqa: F821,F405  (ops.nn, from the star import: chainrule.nn is the nn package)
@@ -56,6 +58,9 @@ float64 = _np.float64
 float16 = _np.float16
 int32 = _np.int32
 int64 = _np.int64
+int16 = _np.int16
+int8 = _np.int8
+uint8 = _np.uint8
 bool_ = _np.bool_
 # PyTorch's spellings of the same dtypes (they shadow builtins only inside this module)
 float = _np.float32  # noqa: A001
@@ -63,6 +68,7 @@ double = _np.float64
 half = _np.float16
 long = _np.int64
 int = _np.int32  # noqa: A001
+short = _np.int16
 bool = _np.bool_  # noqa: A001
 
 __version__ = "0.1.0"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 import pickle
 import sys
 import threading
@@ -27,7 +28,9 @@ __all__ = ["is_tensor", "is_floating_point", "is_nonzero", "inference_mode",
            "is_inference_mode_enabled", "Size", "finfo", "iinfo", "promote_types",
            "result_type", "can_cast", "broadcast_shapes", "set_printoptions", "get_rng_state",
            "set_rng_state", "save", "load", "use_deterministic_algorithms",
-           "are_deterministic_algorithms_enabled", "compile", "cuda", "backends", "jit"]
+           "are_deterministic_algorithms_enabled", "compile", "cuda", "backends", "jit",
+           "set_num_threads", "get_num_threads", "set_num_interop_threads",
+           "get_num_interop_threads", "set_default_device", "get_default_device"]
 
 _INFERENCE = threading.local()
 
@@ -246,6 +249,62 @@ def use_deterministic_algorithms(mode, *, warn_only=False):
 
 def are_deterministic_algorithms_enabled():
     return _DETERMINISTIC[0]
+
+
+_THREADS = {"intra": None, "interop": None}
+
+
+def _positive_threads(n, op):
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise RuntimeError(f"{op}: expects a positive integer, got {n!r}")
+    return int(n)
+
+
+def set_num_threads(int):  # noqa: A002  (PyTorch's parameter name)
+    """Record the number of threads for intra-op work (``get_num_threads`` returns it).
+    chainrule's kernels are NumPy's, whose BLAS thread pool is set by its environment
+    variables (OMP_NUM_THREADS...), so this changes no result and no speed.
+
+    Raises RuntimeError unless ``int`` is a positive integer (PyTorch's text)."""
+    _THREADS["intra"] = _positive_threads(int, "set_num_threads")
+
+
+def get_num_threads():
+    """The number given to :func:`set_num_threads`, else the number of CPUs."""
+    return _THREADS["intra"] or os.cpu_count() or 1
+
+
+def set_num_interop_threads(int):  # noqa: A002
+    """Record the number of inter-op threads (``get_num_interop_threads`` returns it); as
+    :func:`set_num_threads`, nothing else changes."""
+    _THREADS["interop"] = _positive_threads(int, "set_num_interop_threads")
+
+
+def get_num_interop_threads():
+    """The number given to :func:`set_num_interop_threads`, else the number of CPUs."""
+    return _THREADS["interop"] or os.cpu_count() or 1
+
+
+def set_default_device(device):
+    """``torch.set_default_device``: only the CPU (or None) is accepted, as chainrule's
+    constructors make tensors on the CPU; pass ``device='cuda'`` to a constructor for a
+    CuPy tensor.
+
+    Raises RuntimeError for any other device."""
+    from .backend import device as _device
+
+    if device is None or _device(device).type == "cpu":
+        return
+    raise RuntimeError(f"set_default_device: only 'cpu' can be the default device in "
+                       f"chainrule, got {str(device)!r} (make a tensor elsewhere with "
+                       "device=... in its constructor, or .to(device))")
+
+
+def get_default_device():
+    """The device constructors make tensors on: the CPU."""
+    from .backend import device as _device
+
+    return _device("cpu")
 
 
 def compile(model=None, **kwargs):

@@ -20,7 +20,9 @@ __all__ = ["tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty"
            "arange", "linspace", "zeros_like", "ones_like", "full_like", "empty_like", "rand",
            "randn", "randint", "rand_like", "randn_like", "randint_like", "randperm",
            "manual_seed", "default_generator", "Generator", "initial_seed", "seed",
-           "set_default_dtype", "get_default_dtype", "from_dlpack", "compute"]
+           "set_default_dtype", "get_default_dtype", "from_dlpack", "compute", "logspace",
+           "asarray", "FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor",
+           "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor"]
 
 _DEFAULT_FLOAT = [np.dtype(np.float64)]
 
@@ -290,6 +292,44 @@ def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
                  requires_grad, device)
 
 
+@name_errors
+def logspace(start, end, steps, base=10.0, dtype=None, device=None, requires_grad=False):
+    """``steps`` values ``base ** x`` for ``x`` evenly spaced from ``start`` to ``end``
+    inclusive (the default float dtype unless ``dtype``; an integer dtype truncates)."""
+    _check_device(device, "logspace")
+    data = np.power(float(base), np.linspace(start, end, steps))
+    return _make(_float_default(data if dtype is None else data.astype(_np_dtype(dtype)), dtype),
+                 requires_grad, device)
+
+
+@name_errors
+def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
+    """``obj`` as a tensor, sharing memory when it can (a Tensor, or an ndarray of
+    ``dtype``), as ``torch.asarray``; ``copy=True`` always copies, ``copy=False`` raises
+    where a copy is needed. Python floats give the default float dtype."""
+    dev = _check_device(device, "asarray")
+    if isinstance(obj, Tensor):
+        t = obj if dtype is None or np.dtype(_np_dtype(dtype)) == np.dtype(obj.dtype) \
+            else obj.to(dtype)
+        if t is not obj and copy is False:
+            raise ValueError("asarray: a copy is needed to change the dtype, but copy=False")
+        if copy and t is obj:
+            t = obj.clone()
+    elif _foreign(obj):
+        return as_tensor(obj, dtype)
+    else:
+        from_python = not isinstance(obj, (np.ndarray, np.generic))
+        try:
+            data = np.array(obj, dtype=_np_dtype(dtype), copy=copy)
+        except ValueError as e:
+            raise ValueError(f"asarray: {e}") from None
+        t = wrap(_float_default(data, dtype, from_python))
+    t = _on_device(t, dev)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
 def _like(fn):
     def like(input, dtype=None, device=None, requires_grad=False):
         _check_device(device, fn.__name__)
@@ -423,3 +463,108 @@ def randint_like(input, *args, low=None, high=None, dtype=None, device=None,
     low, high = _bounds("randint_like", args, low, high)
     return _integers("randint_like", low, high, input.shape, generator, dtype or input.dtype,
                      device, requires_grad)
+
+
+# --- torch.Tensor(...) and the legacy typed constructors (torch.FloatTensor, ...) ----------
+
+def _sizes(args):
+    """The shape when ``args`` are sizes (ints, or one chainrule.Size), else None."""
+    if len(args) == 1 and isinstance(args[0], tuple) and hasattr(args[0], "numel"):  # a Size
+        args = tuple(args[0])
+    if args and all(isinstance(a, (int, np.integer)) and not isinstance(a, (bool, np.bool_))
+                    for a in args):
+        sizes = tuple(int(a) for a in args)
+        for s in sizes:
+            if s < 0:
+                raise RuntimeError(f"Trying to create tensor with negative dimension {s}: "
+                                   f"{list(sizes)}")
+        return sizes
+    return None
+
+
+def legacy_new(args, dtype, name, typed):
+    """The data (and the tensor it aliases, or None) of ``torch.Tensor(*args)``, or of a
+    typed constructor (``typed``: ``torch.FloatTensor(*args)``, always of ``dtype``):
+    no args: an empty 1-D tensor; ints (or a Size): an uninitialised tensor of that shape;
+    a tensor: that tensor itself (its storage shared); data: a copy cast to ``dtype``."""
+    dtype = np.dtype(dtype)
+    if not args:
+        return np.empty((0,), dtype=dtype), None
+    shape = _sizes(args)
+    if shape is not None:
+        return np.empty(shape, dtype=dtype), None
+    if len(args) != 1:
+        raise TypeError(f"{name}(): expected sizes (ints) or one sequence of data, got "
+                        f"({', '.join(type(a).__name__ for a in args)})")
+    data = args[0]
+    if isinstance(data, Tensor):
+        if typed and np.dtype(data.dtype) != dtype:
+            raise TypeError(f"{name}(): expected a tensor of dtype {dtype}, got one of "
+                            f"{data.dtype}")
+        return data._data, data
+    if isinstance(data, str) or not (np.ndim(data) or isinstance(
+            data, (float, int, np.floating, np.integer, np.bool_, bool))):
+        raise TypeError(f"{name}(): data must be a sequence (got {type(data).__name__})")
+    if _foreign(data):
+        return backend_of(data).xp.astype(data, dtype), None
+    return np.array(data).astype(dtype), None
+
+
+def tensor_init(self, *args, dtype=None, requires_grad=False, device=None):
+    """``chainrule.Tensor(*args)``, as ``torch.Tensor``: ``Tensor(2, 3)`` is an
+    uninitialised tensor of shape (2, 3) and ``Tensor([1, 2])`` a copy of the data, both of
+    the default float dtype (or ``dtype``); ``Tensor(t)`` shares ``t``'s storage (and
+    dtype); ``Tensor()`` is empty. chainrule also takes a number (a 0-d tensor),
+    ``dtype=`` and ``requires_grad=``."""
+    from ._tensor import _fill
+
+    if _check_device(device, "Tensor") is not None:
+        raise RuntimeError(f"Tensor: make a tensor on {device} with chainrule.tensor(..., "
+                           "device=...)")
+    if dtype is None and len(args) == 1 and isinstance(args[0], Tensor):
+        dtype = args[0].dtype  # an alias keeps its dtype
+    data, alias = legacy_new(args, get_default_dtype() if dtype is None else
+                             _np_dtype(dtype), "Tensor", False)
+    if alias is not None and np.dtype(alias.dtype) != np.dtype(data.dtype):
+        data, alias = alias.to(dtype)._data, None
+    _fill(self, data, vc=alias._vc if alias is not None else None)
+    if requires_grad:
+        self.requires_grad_(True)
+
+
+class _LegacyType(type):
+    """The metaclass of ``FloatTensor`` and kin: calling one makes a chainrule Tensor of its
+    dtype, and ``isinstance(t, FloatTensor)`` is True for a tensor of that dtype (as in
+    PyTorch; these classes are not subclasses of Tensor)."""
+
+    def __call__(cls, *args, device=None):
+        if _check_device(device, cls.__name__) is not None:
+            raise RuntimeError(f"{cls.__name__}: only CPU tensors; use chainrule.tensor(..., "
+                               f"device={str(device)!r})")
+        data, alias = legacy_new(args, cls.dtype, cls.__name__, True)
+        if alias is not None:
+            return alias
+        return wrap(data)
+
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, Tensor) and np.dtype(obj.dtype) == np.dtype(cls.dtype)
+
+    def __repr__(cls):
+        return f"<class 'chainrule.{cls.__name__}'>"
+
+
+def _legacy(name, dtype):
+    doc = (f"``torch.{name}``: ``{name}(data)`` or ``{name}(*sizes)`` makes a {np.dtype(dtype)}"
+           f" tensor; ``isinstance(t, {name})`` tests a tensor's dtype.")
+    return _LegacyType(name, (), {"dtype": dtype, "__doc__": doc, "__module__": "chainrule"})
+
+
+FloatTensor = _legacy("FloatTensor", np.float32)
+DoubleTensor = _legacy("DoubleTensor", np.float64)
+HalfTensor = _legacy("HalfTensor", np.float16)
+LongTensor = _legacy("LongTensor", np.int64)
+IntTensor = _legacy("IntTensor", np.int32)
+ShortTensor = _legacy("ShortTensor", np.int16)
+CharTensor = _legacy("CharTensor", np.int8)
+ByteTensor = _legacy("ByteTensor", np.uint8)
+BoolTensor = _legacy("BoolTensor", np.bool_)

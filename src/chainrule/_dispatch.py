@@ -454,6 +454,8 @@ def _record(op, inputs, datas, attrs, out, mask):
     checks = plan.checks
     if not checks:
         node.checks = None
+    elif op.variadic:  # the saved list of inputs: every tensor in it is checked
+        node.checks = _variadic_checks(checks, inputs, result) or None
     elif len(checks) == 1:
         k, i = checks[0]
         src = result if i < 0 else inputs[i]
@@ -461,6 +463,21 @@ def _record(op, inputs, datas, attrs, out, mask):
     else:
         node.checks = _checks(checks, inputs, result)
     return result
+
+
+def _variadic_checks(slots, inputs, result):
+    """:func:`_checks` for a variadic op, whose saved inputs are one list: (saved index,
+    version counter, version now, position in the list) for each tensor in it."""
+    checks = []
+    for k, i in slots:
+        if i < 0:
+            if isinstance(result, Tensor):
+                checks.append((k, result._vc, result._vc[0], None))
+            continue
+        for j, x in enumerate(inputs):
+            if isinstance(x, Tensor):
+                checks.append((k, x._vc, x._vc[0], j))
+    return checks
 
 
 def _checks(slots, inputs, result):

@@ -49,7 +49,9 @@ def sum_to(g, shape, F=RAW):
     if g.shape == shape:
         return g
     lead = g.ndim - len(shape)
-    if lead:
+    if lead < 0:  # the input had extra leading 1s (a value written with x[:1] = v, v (1, 1))
+        g = F.reshape(g, (1,) * -lead + tuple(g.shape))
+    elif lead:
         g = F.sum(g, tuple(range(lead)), False)
     stretched = tuple(i for i, n in enumerate(shape) if n == 1 and g.shape[i] != 1)
     return F.sum(g, stretched, True) if stretched else g
@@ -242,7 +244,7 @@ def _walk(roots, seeds, retain_graph, accumulate, capture, only, F, kind, owned=
                 post = None
             if check_node is not None and input_grads is not None:
                 check_node(node, input_grads, g)  # before the saved values are freed
-            if saved and not retain_graph:
+            if saved and not retain_graph and node.plan.frees:
                 node.saved = None
             is_op = True
         elif type(node) is AccumulateGrad:
@@ -257,6 +259,10 @@ def _walk(roots, seeds, retain_graph, accumulate, capture, only, F, kind, owned=
                     if owned:
                         taken.add(id(g))
                     _accumulate(node.variable, g, owned)
+                var = node.variable
+                if var._extra is not None and var._extra.get("post_accumulate_hooks"):
+                    for hook in list(var._extra["post_accumulate_hooks"]):
+                        hook(var)  # register_post_accumulate_grad_hook: after .grad is set
             if post:
                 if g is not None:
                     _run_post_hooks(node, post, (), g)

@@ -7,6 +7,7 @@ import numpy as np
 from . import _creation, _inplace, ops
 from . import _tensor as _tensor_mod
 from ._dispatch import refresh_view
+from ._node import _Handle
 from ._tensor import Tensor, wrap
 from .backend import backend_of, dtype_kind, host_to, numpy_dtype
 from .backend import device as _device
@@ -246,14 +247,26 @@ def _contiguous_copy(t):
     return out
 
 
-def _bool_op(ufunc):
-    """``&``, ``|``, ``^`` with NumPy's ufunc, or the data's own library's function of the
-    same name (``logical_and``)."""
+def _reflected(fn, name):
+    """``other <op> self`` (``__rand__`` and kin): ``fn(other, self)``."""
     def op(self, other):
-        d = self._data
-        fn = ufunc if d.__class__ is np.ndarray else getattr(backend_of(d).xp, ufunc.__name__)
-        return wrap(fn(d, _data(other)))
+        return fn(other, self)
+    op.__name__ = name
     return op
+
+
+def _bitwise_inplace(fn, name):
+    """``x.bitwise_and_(other)`` / ``x &= other``: the result written into ``x``, which
+    keeps its dtype (PyTorch: a bool tensor cannot take an integer result)."""
+    def method(self, other):
+        out = fn(self, other)
+        if out.dtype != self.dtype and dtype_kind(self.dtype) == "b":
+            from .ops.searching import _torch_name
+            raise RuntimeError(f"{name}: result type {_torch_name(out.dtype)} can't be cast "
+                               f"to the desired output type {_torch_name(self.dtype)}")
+        return _fill_with(name)(self, out)
+    method.__name__ = name
+    return method
 
 
 _TYPE_NAMES = {"float64": "DoubleTensor", "float32": "FloatTensor", "float16": "HalfTensor",
@@ -266,6 +279,8 @@ def _type(self, dtype=None, non_blocking=False, **kwargs):
     compares with); ``t.type(dtype)``: ``t.to(dtype)`` (a dtype or such a string)."""
     if dtype is None:
         return "torch." + _TYPE_NAMES.get(np.dtype(numpy_dtype(self.dtype)).name, "Tensor")
+    if isinstance(dtype, _creation._LegacyType):  # t.type(chainrule.FloatTensor)
+        dtype = dtype.dtype
     if isinstance(dtype, str):
         names = {v: k for k, v in _TYPE_NAMES.items()}
         dtype = np.dtype(names.get(dtype.rpartition(".")[2], dtype))
@@ -274,19 +289,13 @@ def _type(self, dtype=None, non_blocking=False, **kwargs):
 
 def _invert(self):
     d = self._data
+    if dtype_kind(d.dtype) not in "biu":
+        raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type "
+                        "tensors")
     if d.__class__ is np.ndarray:
         return wrap(np.invert(d))
     xp = backend_of(d).xp
     return wrap(xp.logical_not(d) if d.dtype == xp.bool else xp.bitwise_invert(d))
-
-
-def _reduce_bool(name):
-    """``any``/``all`` over ``dim``, with the data's own library."""
-    def reduce(self, dim=None, keepdim=False):
-        d = self._data
-        xp = np if d.__class__ is np.ndarray else backend_of(d).xp
-        return wrap(getattr(xp, name)(d, axis=dim, keepdims=keepdim))
-    return reduce
 
 
 def _new(make):
@@ -328,6 +337,120 @@ def _like_methods(T):
                  requires_grad=requires_grad)
 
 
+def _stride(self, dim=None):
+    """The step, in elements, between neighbours along each dim (PyTorch's ``stride``):
+    NumPy's strides of the data (0 along a broadcast dim, (1, n) for a transposed matrix);
+    the row-major strides of the shape where NumPy's are negative (a flipped view, which
+    PyTorch copies) or the data is not NumPy's."""
+    d = self._data
+    shape = tuple(d.shape)
+    strides = None
+    if d.__class__ is np.ndarray and d.itemsize:
+        size = d.itemsize
+        if all(s >= 0 and s % size == 0 for s in d.strides):
+            strides = tuple(s // size for s in d.strides)
+    if strides is None:
+        strides, step = [], 1
+        for n in reversed(shape):
+            strides.append(step)
+            step *= max(n, 1)
+        strides = tuple(reversed(strides))
+    if dim is None:
+        return strides
+    if not -len(shape) <= dim < max(len(shape), 1):
+        raise IndexError(f"stride: Dimension out of range (expected to be in range of "
+                         f"[{-len(shape)}, {len(shape) - 1}], but got {dim})")
+    return strides[dim]
+
+
+def _element_size(self):
+    """Bytes per element."""
+    return np.dtype(numpy_dtype(self.dtype)).itemsize
+
+
+def _get_device(self):
+    """-1 for a CPU tensor, else the GPU's index (PyTorch's ``get_device``)."""
+    dev = self.device
+    return -1 if dev.type == "cpu" else (dev.index or 0)
+
+
+def _resize(self, *sizes):
+    """``t.resize_(*sizes)``: ``t`` given the shape ``sizes``, keeping its first entries in
+    row-major order (new entries are 0 here; PyTorch leaves them uninitialised).
+
+    Raises RuntimeError for a tensor that requires grad (as PyTorch)."""
+    if self._requires_grad:
+        raise RuntimeError("cannot resize variables that require grad")
+    shape = tuple(int(s) for s in _shape_args(sizes))
+    if any(s < 0 for s in shape):
+        raise RuntimeError(f"resize_: Trying to create tensor with negative dimension: "
+                           f"{list(shape)}")
+    d = self._data
+    if tuple(d.shape) == shape:
+        return self
+    xp = np if d.__class__ is np.ndarray else backend_of(d).xp
+    flat = xp.reshape(d, (-1,))
+    n = int(np.prod(shape, dtype=np.int64))
+    if n <= flat.shape[0]:
+        new = xp.reshape(flat[:n], shape)
+    else:
+        new = xp.concat([flat, xp.zeros((n - flat.shape[0],), dtype=d.dtype)])
+        new = xp.reshape(new, shape)
+    self._data = xp.asarray(new, copy=True) if xp is not np else np.array(new)
+    self._vc[0] += 1
+    return self
+
+
+def _fill_diagonal(self, fill_value, wrap=False):
+    """``t.fill_diagonal_(value, wrap=False)``: the main diagonal (entries with all indices
+    equal) set to ``value`` in place; a tall matrix with ``wrap=True`` restarts it every
+    ``cols + 1`` rows (NumPy's ``fill_diagonal``).
+
+    Raises RuntimeError below 2 dims, or for unequal dims above 2 (PyTorch's texts)."""
+    if self.ndim < 2:
+        raise RuntimeError("dimensions must larger than 1")
+    if self.ndim > 2 and len(set(self.shape)) != 1:
+        raise RuntimeError("all dimensions of input must be of equal length")
+    mask = np.zeros(tuple(self.shape), dtype=bool)
+    np.fill_diagonal(mask, True, wrap=wrap)
+    return self.masked_fill_(wrap_tensor(mask), fill_value)
+
+
+wrap_tensor = wrap
+
+
+def _contains(self, element):
+    """``element in t``: whether any entry equals ``element`` (a number, or a tensor
+    broadcast against ``t``), as PyTorch's ``(t == element).any()``."""
+    if isinstance(element, (Tensor, int, float, np.number, np.bool_)):
+        return bool(ops.eq(self, element)._data.any())
+    raise RuntimeError(f"Tensor.__contains__ only supports Tensor or scalar, but you passed "
+                       f"in a {type(element)}.")
+
+
+def _imag(self):
+    raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
+
+
+def _register_post_accumulate_grad_hook(self, hook):
+    """Run ``hook(tensor)`` each time a backward pass has accumulated this leaf's ``.grad``
+    (not when ``autograd.grad`` computes its gradient, nor when ``backward(inputs=...)``
+    leaves it out, as PyTorch); its result is ignored. Returns a handle with ``remove()``.
+
+    Raises RuntimeError for a tensor that does not require grad, or a non-leaf."""
+    if not self._requires_grad:
+        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    if self._grad_fn is not None:
+        raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf "
+                           "tensors")
+    hooks = self._extra.get("post_accumulate_hooks") if self._extra else None
+    if hooks is None:
+        hooks = []
+        self._extra_set("post_accumulate_hooks", hooks)  # the engine runs them
+    hooks.append(hook)
+    return _Handle(hooks, hook)
+
+
 def install():
     T = Tensor
     _like_methods(T)
@@ -338,7 +461,7 @@ def install():
     for name in ("reshape", "view", "permute", "expand"):
         setattr(T, name, _varargs(getattr(ops, name)))
     T.where = lambda self, condition, other: ops.where(condition, self, other)
-    T.any, T.all = _reduce_bool("any"), _reduce_bool("all")
+    T.any, T.all = ops.searching.reduce_any, ops.searching.reduce_all
     T.to = _to
     T.cpu = _cpu
     T.cuda = _cuda
@@ -348,7 +471,30 @@ def install():
     T.int = lambda self: wrap(np.asarray(self._data).astype(np.int32))
     T.bool = lambda self: wrap(np.asarray(self._data).astype(np.bool_))
     T.half = lambda self: _to(self, np.float16)
+    T.byte = lambda self: _to(self, np.uint8)
+    T.char = lambda self: _to(self, np.int8)
+    T.short = lambda self: _to(self, np.int16)
     T.type = _type
+    T.__init__ = _creation.tensor_init
+    T.nelement = T.numel
+    T.ndimension = T.dim
+    T.stride = _stride
+    T.element_size = _element_size
+    T.get_device = _get_device
+    T.resize_ = _resize
+    T.fill_diagonal_ = _fill_diagonal
+    T.__contains__ = _contains
+    T.real = property(lambda self: self)  # a real tensor is its own real part
+    T.imag = property(_imag)
+    T.register_post_accumulate_grad_hook = _register_post_accumulate_grad_hook
+    for name in ("isinf", "isposinf", "isneginf", "isreal", "unfold", "multinomial",
+                 "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
+                 "bitwise_left_shift", "bitwise_right_shift"):
+        setattr(T, name, getattr(ops, name))
+    for name in ("bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift",
+                 "bitwise_right_shift"):
+        setattr(T, name + "_", _bitwise_inplace(getattr(ops, name), name + "_"))
+    T.bitwise_not_ = lambda self: _fill_with("bitwise_not_")(self, ops.bitwise_not(self))
     for name, draw in _RANDOM_FILLS.items():
         setattr(T, name, _random_fill(name, draw))
     T.cpu = lambda self: self  # chainrule computes on the CPU
@@ -373,9 +519,13 @@ def install():
     T.__setitem__ = _setitem
     T.__lt__, T.__le__, T.__gt__, T.__ge__ = ops.lt, ops.le, ops.gt, ops.ge
     T.__eq__, T.__ne__ = ops.eq, ops.ne
-    T.__and__ = _bool_op(np.logical_and)
-    T.__or__ = _bool_op(np.logical_or)
-    T.__xor__ = _bool_op(np.logical_xor)
+    # bitwise on integer tensors, logical on bool ones (PyTorch); floats raise
+    for op, name in (("and", "bitwise_and"), ("or", "bitwise_or"), ("xor", "bitwise_xor"),
+                     ("lshift", "bitwise_left_shift"), ("rshift", "bitwise_right_shift")):
+        fn = getattr(ops, name)
+        setattr(T, f"__{op}__", fn)
+        setattr(T, f"__r{op}__", _reflected(fn, f"__r{op}__"))
+        setattr(T, f"__i{op}__", _bitwise_inplace(fn, f"__i{op}__"))
     T.__invert__ = _invert
     for name, fn, ufunc in (("add", ops.add, np.add), ("sub", ops.sub, np.subtract),
                             ("mul", ops.mul, np.multiply), ("div", ops.div, np.true_divide)):

@@ -210,10 +210,12 @@ class OpNode(Node):
         return sorted(set(super().__dir__()) | set(names))
 
     def _check_versions(self):
-        for k, vc, version in self.checks:
+        for k, vc, version, *position in self.checks:
             if vc[0] != version:
                 value = self.saved[k]
                 name = self.plan.names[k]
+                if position and position[0] is not None:  # an input of a variadic op
+                    value, name = value[position[0]], f"{name}[{position[0]}]"
                 raise RuntimeError(
                     "one of the variables needed for gradient computation has been modified "
                     f"by an inplace operation: [{value.dtype} {list(np.shape(value))}], saved "
@@ -223,7 +225,7 @@ class OpNode(Node):
                 )
 
     def _release(self):
-        if self.saved:
+        if self.saved and self.plan.frees:  # only saved arrays are freed (see Plan.frees)
             self.saved = None
 
     def __getattr__(self, attr):

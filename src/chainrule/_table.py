@@ -99,7 +99,7 @@ class Plan:
     """
 
     __slots__ = ("op", "variadic", "keep", "vjp", "rules", "checks", "names", "source",
-                 "slots", "all_shapes")
+                 "slots", "all_shapes", "frees")
 
     def __init__(self, op, mask):
         self.op = op
@@ -151,10 +151,13 @@ class Plan:
         else:
             exprs = ", ".join(_pool_expr(op, k) for k in slots)
             self.keep = _compile(f"lambda d, o, a, s: ({exprs},)", {})
-        n = len(op.inputs)
-        self.checks = () if op.variadic else tuple(
-            (k, s if s < n else -1) for k, s in enumerate(slots) if s <= n
-        )
+        n = 1 if op.variadic else len(op.inputs)
+        # a variadic op's inputs are one saved list: its input index stays 0 ("every input")
+        self.checks = tuple((k, s if s < n else -1) for k, s in enumerate(slots) if s <= n)
+        # whether the saved values include arrays (inputs or out), which a backward without
+        # retain_graph frees; attrs and shapes alone are kept, so a second backward through
+        # such a node works (as PyTorch's, which frees only saved tensors)
+        self.frees = bool(self.checks)
 
 
 class Op:

@@ -14,10 +14,13 @@ with a batch of tangents; neither rebuilds the forward graph per row or column.
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from . import _creation, _dual, _state
 from ._batched import Batched, NotBatchable, in_vmap_evaluation, user_vmap, vmap_evaluation
+from ._node import AccumulateGrad
 from ._pytree import tree_flatten, tree_unflatten
 from ._state import STATE
 from ._tensor import Tensor, wrap
@@ -98,6 +101,60 @@ def _result(t, record):
     return t if record else t.detach()
 
 
+# The leaves transforms made (their variables, the seeds of a double backward) once the
+# transform has returned: nothing differentiates with respect to them any more, so a graph
+# reaching them is no sign of an outer differentiation
+_FINISHED = {}  # id -> weak reference (tensors compare elementwise: no WeakSet)
+
+
+def _finish(tensors):
+    for t in tensors:
+        if t._grad_fn is None and id(t) not in _FINISHED:
+            key = id(t)
+            _FINISHED[key] = weakref.ref(t, lambda _, key=key: _FINISHED.pop(key, None))
+
+
+def _finished(t):
+    ref = _FINISHED.get(id(t))
+    return ref is not None and ref() is t
+
+
+def _outer(outs, inputs):
+    """Whether an outer differentiation may see through this transform: a forward level is
+    active (an outer jvp/jacfwd's tangents may sit on tensors ``func`` closed over), or
+    the graph of ``outs`` reaches a tensor that requires grad other than this transform's
+    own ``inputs`` (a closed-over tensor, or another argument, that an outer grad or plain
+    autograd differentiates). Then the backward is recorded and the results keep their
+    graph, so the outer derivative is right rather than zero."""
+    return bool(STATE.dual_level) or _outer_graph(outs, inputs)
+
+
+def _outer_graph(outs, inputs):
+    """Whether the graph of ``outs`` reaches a tensor requiring grad other than ``inputs``
+    and the finished transforms' leaves (see :func:`_outer`)."""
+    ours = {id(v) for v in inputs}
+    stack = []
+    for o in outs:
+        if isinstance(o, Tensor) and o._requires_grad:
+            if o._grad_fn is None:
+                if id(o) not in ours:
+                    return True
+            else:
+                stack.append(o._grad_fn)
+    seen = set(stack)
+    while stack:
+        for child, _ in stack.pop().next_functions:
+            if child is None or child in seen:
+                continue
+            if type(child) is AccumulateGrad:
+                if id(child.variable) not in ours and not _finished(child.variable):
+                    return True
+                continue
+            seen.add(child)
+            stack.append(child)
+    return False
+
+
 def _split_aux(result, where):
     """``(output, aux)`` from a function called with ``has_aux=True`` (PyTorch's error
     otherwise)."""
@@ -140,9 +197,11 @@ def grad_and_value(func, argnums=0, has_aux=False):
                     "non-scalar outputs."
                 )
             inputs = [v for vs in flat for v in vs]
+            record = record or _outer((out,), inputs)
             grads = _autograd_grad(out, inputs, create_graph=record, allow_unused=True,
                                    materialize_grads=True) if out.requires_grad else \
                 [wrap(np.zeros_like(v._data)) for v in inputs]
+            _finish(inputs)
         grads = [_result(g, record) for g in grads]
         per_arg, k = [], 0
         for vs in flat:
@@ -187,6 +246,8 @@ def vjp(func, *primals, has_aux=False):
             out, aux = _split_aux(out, "vjp(f, *primals)")
     outs, out_spec = tree_flatten(out)
     inputs = [v for vs in flat for v in vs]
+    record = record or _outer(outs, inputs)
+    _finish(inputs)
 
     def vjp_fn(cotangents):
         cots, spec = tree_flatten(cotangents)
@@ -237,6 +298,10 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
         if has_aux:
             out, aux = _split_aux(out, "jvp(f, primals, tangents)")
         outs, spec = tree_flatten(out)
+        if _outer_graph(outs, ()):
+            # func closed over a tensor that an outer grad (or plain autograd) differentiates:
+            # the tangents must carry that graph too, so again by reverse mode
+            return _jvp_by_reverse(func, primals, tangents, strict, has_aux)
         pairs = [fwAD.unpack_dual(o) for o in outs]
         if strict:
             for k, (_, t) in enumerate(pairs):
@@ -273,12 +338,15 @@ def _jvp_by_reverse(func, primals, tangents, strict, has_aux):
         inputs = [v for vs in flat for v in vs]
         ts = [_as_tensor(t) for tr in tangents for t in tree_flatten(tr)[0]]
         live = [o for o in outs if o.requires_grad]
-        us = [wrap(np.zeros(o.shape, o.dtype), requires_grad=True) for o in live]
+        # g(u) is linear, so its derivative is J^T at any u: at u = 1 rather than 0, as a
+        # rule that works in log space (logcumsumexp's, log |u|) is smooth there but not at 0
+        us = [wrap(np.ones(o.shape, o.dtype), requires_grad=True) for o in live]
         gs = _autograd_grad(live, inputs, us, create_graph=True, allow_unused=True) \
             if live else [None] * len(inputs)
         pairs = [(g, t) for g, t in zip(gs, ts) if g is not None and g.requires_grad]
         jt = _autograd_grad([g for g, _ in pairs], us, [t for _, t in pairs],
                             create_graph=True, allow_unused=True) if pairs and us else []
+    _finish(inputs + us)
     by_output = dict(zip(map(id, live), jt))
     tangent_out = []
     for k, o in enumerate(outs):
@@ -335,6 +403,8 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_
         outs, out_spec = tree_flatten(out)
         outs = [_as_tensor(o) for o in outs]
         inputs = [v for vs in flat for v in vs]
+        record = record or _outer(outs, inputs)
+        _finish(inputs)
         cots, sizes = _one_hot_batches([o.shape for o in outs], [o.dtype for o in outs])
         if record:  # an outer transform differentiates this Jacobian: one recorded row each
             rows = _recorded_rows(outs, inputs, cots)
@@ -436,8 +506,9 @@ def jacfwd(func, argnums=0, *, has_aux=False, randomness="error"):
                 cols = ot[start:start + size]  # (size, *O)
                 start += size
                 block = np.moveaxis(cols.reshape((size,) + tuple(o.shape)), 0, -1)
-                per_input.append(wrap(np.ascontiguousarray(block.reshape(
-                    tuple(o.shape) + tuple(v.shape)))))
+                # a C-ordered copy (np.ascontiguousarray would make a 0-d block 1-d)
+                per_input.append(wrap(block.reshape(tuple(o.shape) + tuple(v.shape))
+                                      .copy(order="C")))
             per_arg, k = [], 0
             for vs, s in zip(flat, specs):
                 per_arg.append(tree_unflatten(per_input[k:k + len(vs)], s))
@@ -695,7 +766,7 @@ def linearize(func, *primals):
                                f"primal), got {len(tangents)}")
         return jvp(func, primals, tangents)[1]
 
-    return _detach_tree(out, False), jvp_fn
+    return out, jvp_fn  # with its graph when primals (or tensors func closed over) have one
 
 
 def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, *,

@@ -139,7 +139,8 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
-         allow_unused=False, is_grads_batched=False, materialize_grads=False):
+         only_inputs=True, allow_unused=False, is_grads_batched=False,
+         materialize_grads=False):
     """Return the VJPs of ``outputs`` with respect to ``inputs``, without touching ``.grad``.
 
     Returns a tuple with one Tensor per input, of that input's shape (``None`` for an
@@ -151,12 +152,21 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     rows ``u_b^T J`` computed in one batched backward pass (``B`` one-hot rows give the
     Jacobian, as ``func.jacrev`` does). Not with ``create_graph``.
 
+    ``only_inputs`` is accepted and ignored, as in PyTorch (deprecated there: ``False``
+    warns with a FutureWarning, PyTorch's text).
+
     Raises
     ------
     RuntimeError
         An input does not require grad; an input is unused and ``allow_unused`` is False;
         a non-scalar output without ``grad_outputs``.
     """
+    if not only_inputs:
+        import warnings
+
+        warnings.warn("only_inputs argument is deprecated and is ignored now (defaults to "
+                      "True). To accumulate gradient for other parts of the graph, please use "
+                      "chainrule.autograd.backward.", FutureWarning, stacklevel=2)
     outputs = _as_tuple(outputs)
     inputs_t = _as_tuple(inputs)
     grads = _as_tuple(grad_outputs) or (None,) * len(outputs)

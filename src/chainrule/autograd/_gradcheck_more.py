@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._tensor import Tensor
+from .._tensor import Tensor, wrap
 from ..backend import dtype_kind
 from . import diagnose as _diag
 from ._gradcheck_numerics import _outputs, analytic_jacobian, forward_jacobian
@@ -61,7 +61,7 @@ def grad_dtypes(fn, inputs, diff):
     from ._grad import grad
 
     outputs = [y for y in _outputs(fn, inputs) if isinstance(y, Tensor) and y._requires_grad]
-    seeds = [Tensor(np.ones(y.shape, dtype=y.dtype)) for y in outputs]
+    seeds = [wrap(np.ones(y.shape, dtype=y.dtype)) for y in outputs]
     grads = grad(outputs, [inputs[i] for i in diff], seeds, allow_unused=True)
     for i, g in zip(diff, grads):
         if g is not None and g.dtype != inputs[i].dtype:

@@ -52,6 +52,7 @@ class FunctionCtx:
         self._non_differentiable = set()
         self._name = "Function"
         self._saved_outputs = None  # {index in saved: output_nr} for saved outputs
+        self._returned = None  # the outputs' tangents by level (see _as_output)
         self._node = None  # weak reference to the FunctionNode, once recorded
         self._saved_forward = None  # save_for_forward's tensors, read back in jvp
         self._in_jvp = False
@@ -69,6 +70,15 @@ class FunctionCtx:
         back (as in PyTorch)."""
         _only_tensors("save_for_forward", tensors)
         self._saved_forward = tensors
+
+    def _as_output(self, t, node, nr):
+        """A saved output, for a recorded backward: the output (this Function's node as its
+        grad_fn, output ``nr``) with the tangents the returned output carries."""
+        out = _fill(object.__new__(Tensor), t._data, node, nr, t._vc)
+        tangent = self._returned[nr] if self._returned else None
+        if tangent:
+            out._extra = {"tangent": tangent}
+        return out
 
     @property
     def saved_tensors(self):
@@ -93,8 +103,8 @@ class FunctionCtx:
             # Exp saves exp(x) and returns g * out). A first-order backward runs with grad
             # mode off and gets the plain saved tensor.
             node = self._node()
-            return tuple(_fill(object.__new__(Tensor), t._data, node, outputs[i], t._vc)
-                         if i in outputs else t for i, t in enumerate(self._saved))
+            return tuple(self._as_output(t, node, outputs[i]) if i in outputs else t
+                         for i, t in enumerate(self._saved))
         return self._saved
 
     @property
@@ -426,6 +436,7 @@ class Function(metaclass=FunctionMeta):
             raise TypeError(f"{cls.__name__}.forward returned a {type(result).__name__}; it "
                             "must return a Tensor, or a tuple (which may hold other values "
                             "beside Tensors)")
+        raw_outputs = outputs  # what forward returned (ctx saved these objects)
         if STATE.dual_levels:
             result = _forward_mode(cls, ctx, args, result, single)
             outputs = (result,) if single else result
@@ -467,11 +478,16 @@ class Function(metaclass=FunctionMeta):
         node.nout = len(meta)
         if STATE.anomaly:  # the user's line, for a NaN found in its backward
             anomaly.record_function_node(node, args)
-        saved_outputs = {i: nr for i, t in enumerate(ctx._saved) for nr, o in enumerate(outputs)
+        saved_outputs = {i: nr for i, t in enumerate(ctx._saved)
+                         for nr, o in enumerate(raw_outputs)
                          if t is not None and t is o and wrapped[nr]._grad_fn is node}
         if saved_outputs:
             ctx._saved_outputs = saved_outputs
             ctx._node = weakref.ref(node)
+            # the outputs' tangents: a saved output read back in a recorded backward carries
+            # them (forward-over-reverse through a saved output)
+            ctx._returned = [w._extra.get("tangent") if isinstance(w, Tensor) and w._extra
+                             else None for w in wrapped]
         return wrapped[0] if single else tuple(wrapped)
 
 
@@ -547,6 +563,9 @@ def _forward_mode(cls, ctx, args, result, single):
         if all(t is None for t in stored):
             continue
         recorded = bool(k) or (level in STATE.dual_recorded and forward_ad._records(args, level))
+        if ctx.materialize_grads:  # a tensor input without a tangent gets zeros, as PyTorch
+            stored = [np.zeros(np.shape(a._data), a.dtype) if t is None and isinstance(a, Tensor)
+                      and dtype_kind(a.dtype) in "fc" else t for a, t in zip(args, stored)]
         out_t = _user_jvp(cls, ctx, stored, recorded, levels[:k])
         out_t = (out_t,) if single else tuple(out_t)
         for o, t in zip(fresh, out_t):

@@ -27,6 +27,8 @@ from .conv import *  # noqa: F401,F403
 from .conv import __all__ as _conv_all
 from .modules import *  # noqa: F401,F403
 from .modules import __all__ as _modules_all
+from .modules_more import *  # noqa: F401,F403
+from .modules_more import __all__ as _modules_more_all
 from .rnn import *  # noqa: F401,F403
 from .rnn import __all__ as _rnn_all
 from .transformer import *  # noqa: F401,F403
@@ -42,5 +44,5 @@ for _name in _conv.FUNCTIONAL:  # conv1d, max_pool2d, ...: conv.py builds on fun
 
 __all__ = ["functional", "init", "utils", "functional_call", "Parameter", "Buffer", "Module",
            "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict",
-           *_modules_all, *_conv_all, *_rnn_all,
+           *_modules_all, *_modules_more_all, *_conv_all, *_rnn_all,
            *_transformer_all]

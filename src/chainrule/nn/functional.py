@@ -13,16 +13,19 @@ tensors; boolean masks are bool.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 import warnings
 
 import numpy as np
 
-from .. import _creation
+from .. import _creation, _inplace
 from .. import ops as _ops
 from .._batched import Batched
 from .._state import no_grad
 from .._tensor import Tensor, wrap
+from ..ops.nn import binary_cross_entropy_terms
 
 __all__ = [
     "linear", "bilinear", "relu", "relu6", "leaky_relu", "elu", "selu", "celu", "gelu", "silu",
@@ -638,7 +641,8 @@ def pad(input, pad, mode="constant", value=None):
                                    f"{_size(s)})")
             pos = pos % n
         out = out[(slice(None),) * d + (pos,)]
-    return out
+    return _ops.clone(out) if out is input else out  # a new tensor, as PyTorch's, even for
+    #                                                   zero padding
 
 
 # --- regression losses -------------------------------------------------------------------
@@ -909,13 +913,13 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
                          f"different to the input size ({_size(si)}) is deprecated. Please "
                          "ensure they have the same size.")
     xd = input._data if isinstance(input, Tensor) else np.asarray(input)
-    if xd.size and not (np.min(xd) >= 0 and np.max(xd) <= 1):  # nan fails too
+    # checked on NumPy data (other backends' data stays where it is: a lazy Dask array is
+    # not computed here)
+    if xd.__class__ is np.ndarray and xd.size and not (np.min(xd) >= 0 and np.max(xd) <= 1):
         raise RuntimeError("binary_cross_entropy: all elements of input should be between 0 "
                            "and 1")
     with np.errstate(divide="ignore"):  # log(0) = -inf, clamped to -100 as PyTorch
-        log_x = _ops.clamp(_ops.log(input), min=-100.0)
-        log_1mx = _ops.clamp(_ops.log(1.0 - input), min=-100.0)
-    loss = -(target * log_x + (1.0 - target) * log_1mx)
+        loss = binary_cross_entropy_terms(input, target)
     if weight is not None:
         loss = loss * weight
     return _reduce(loss, reduction, "binary_cross_entropy")
@@ -1391,3 +1395,127 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
 
 __all__ += ["dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout", "rrelu",
             "multilabel_margin_loss"]
+
+
+# --- dropout1d, pixel_shuffle, pixel_unshuffle (compositions) ------------------------------
+
+def dropout1d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels (dim 1 of (N, C, L); dim 0 of (C, L)) with probability ``p``, the
+    rest scaled by ``1 / (1 - p)``, when ``training``.
+
+    Raises ValueError for ``p`` outside [0, 1], RuntimeError for an input that is not 2-D
+    or 3-D."""
+    _check_p(p, "dropout1d")
+    ndim = len(_shape(input))
+    if ndim not in (2, 3):
+        raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {ndim}D input. "
+                           "Note that dropout1d exists to provide channel-wise dropout on "
+                           "inputs with 1 spatial dimension, a channel dimension, and an "
+                           "optional batch dimension (i.e. 2D or 3D inputs).")
+    return _channel_dropout(input, p, training, "dropout1d", 3)
+
+
+def _check_shuffle_factor(x, factor, fname, what):
+    if x.ndim < 3:
+        raise RuntimeError(f"{fname} expects input to have at least 3 dimensions, but got "
+                           f"input with {x.ndim} dimension(s)")
+    if factor <= 0:
+        raise RuntimeError(f"{fname} expects a positive {what}, but got {factor}")
+
+
+def pixel_shuffle(input, upscale_factor):
+    """Rearrange (\\*, C r^2, H, W) into (\\*, C, H r, W r), ``r = upscale_factor``: output
+    ``[..., c, h r + i, w r + j]`` is input ``[..., c r^2 + i r + j, h, w]``, as
+    ``torch.nn.functional.pixel_shuffle`` (a reshape and a permute, so differentiable).
+
+    Raises RuntimeError for an input of fewer than 3 dims, a non-positive factor, or a
+    channel dim not divisible by ``r^2``."""
+    x, r = _t(input), int(upscale_factor)
+    _check_shuffle_factor(x, r, "pixel_shuffle", "upscale_factor")
+    *lead, c, h, w = x.shape
+    if c % (r * r):
+        raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be "
+                           f"divisible by the square of upscale_factor, but input.size(-3)={c} "
+                           f"is not divisible by {r * r}")
+    n = len(lead)
+    y = x.reshape(*lead, c // (r * r), r, r, h, w)
+    y = y.permute(*range(n), n, n + 3, n + 1, n + 4, n + 2)  # (*, C, H, r, W, r)
+    return y.reshape(*lead, c // (r * r), h * r, w * r)
+
+
+def pixel_unshuffle(input, downscale_factor):
+    """The inverse of :func:`pixel_shuffle`: (\\*, C, H r, W r) -> (\\*, C r^2, H, W),
+    ``r = downscale_factor``, as ``torch.nn.functional.pixel_unshuffle``.
+
+    Raises RuntimeError for an input of fewer than 3 dims, a non-positive factor, or a
+    height or width not divisible by ``r``."""
+    x, r = _t(input), int(downscale_factor)
+    _check_shuffle_factor(x, r, "pixel_unshuffle", "downscale_factor")
+    *lead, c, h, w = x.shape
+    for size, name, d in ((h, "height", -2), (w, "width", -1)):
+        if size % r:
+            raise RuntimeError(f"pixel_unshuffle expects {name} to be divisible by "
+                               f"downscale_factor, but input.size({d})={size} is not divisible "
+                               f"by {r}")
+    n = len(lead)
+    y = x.reshape(*lead, c, h // r, r, w // r, r)
+    y = y.permute(*range(n), n, n + 2, n + 4, n + 1, n + 3)  # (*, C, r, r, H/r, W/r)
+    return y.reshape(*lead, c * r * r, h // r, w // r)
+
+
+__all__ += ["dropout1d", "pixel_shuffle", "pixel_unshuffle"]
+
+
+# --- inplace=True ----------------------------------------------------------------------------
+
+def _in_place_option(fn):
+    """``fn`` whose ``inplace=True`` writes the result into ``input`` and returns ``input``
+    (as PyTorch's ``relu_``, ``dropout(..., inplace=True)``): the update is recorded as
+    chainrule's in-place ops are (``input``'s history is rewritten, the values the update's
+    nodes saved stay intact, and its version counter is bumped), so what was computed from
+    ``input`` before sees a changed tensor exactly as in PyTorch.
+
+    Raises RuntimeError (naming ``<fn>_``) for a leaf that requires grad, as PyTorch."""
+    params = list(inspect.signature(fn).parameters)
+    position = params.index("inplace")
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        if not (kwargs.get("inplace") or (len(args) > position and args[position])):
+            return fn(*args, **kwargs)
+        args = list(args)
+        if len(args) > position:
+            args[position] = False
+        else:
+            kwargs["inplace"] = False
+        input = args[0] if args else kwargs.pop("input")
+        rest = args[1:]
+        if not isinstance(input, Tensor):
+            return fn(input, *rest, **kwargs)
+        return _inplace.update(input, lambda old: fn(old, *rest, **kwargs), f"{fn.__name__}_")
+
+    return wrapper
+
+
+INPLACE = ("relu", "relu6", "hardtanh", "leaky_relu", "elu", "selu", "celu", "silu", "mish",
+           "hardswish", "hardsigmoid", "threshold", "rrelu", "dropout", "dropout1d",
+           "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout")
+for _name in INPLACE:
+    globals()[_name] = _in_place_option(globals()[_name])
+
+
+def _in_place_form(name):
+    fn = globals()[name]
+
+    def in_place(input, *args, **kwargs):
+        return fn(input, *args, **kwargs, inplace=True)
+
+    in_place.__name__ = in_place.__qualname__ = name + "_"
+    in_place.__doc__ = f"``{name}(input, ..., inplace=True)``: ``input``, updated in place."
+    return in_place
+
+
+for _name in ("relu", "hardtanh", "leaky_relu", "elu", "selu", "celu", "threshold", "rrelu"):
+    globals()[_name + "_"] = _in_place_form(_name)  # torch.nn.functional's relu_, elu_, ...
+    __all__.append(_name + "_")
+del _name

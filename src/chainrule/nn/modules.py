@@ -7,6 +7,7 @@ are those of the functional it calls. ``dtype=None`` means chainrule's default f
 
 from __future__ import annotations
 
+import inspect
 import math
 
 import numpy as np
@@ -159,10 +160,11 @@ class Unflatten(Module):
         return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
 
 
-class Dropout(Module):
-    """:func:`~chainrule.nn.functional.dropout` in training mode, identity in eval mode.
+class _DropoutNd(Module):
+    """What the dropout modules share: ``p`` (checked), ``inplace``, and a forward calling
+    the class's functional form ``fn(input, p, training, inplace)``."""
 
-    Raises ValueError for ``p`` outside [0, 1]."""
+    fn = None
 
     def __init__(self, p=0.5, inplace=False):
         super().__init__()
@@ -171,10 +173,18 @@ class Dropout(Module):
         self.p, self.inplace = p, inplace
 
     def forward(self, input):
-        return F.dropout(input, self.p, self.training)
+        return type(self).fn(input, self.p, self.training, self.inplace)
 
     def extra_repr(self):
         return f"p={self.p}, inplace={self.inplace}"
+
+
+class Dropout(_DropoutNd):
+    """:func:`~chainrule.nn.functional.dropout` in training mode, identity in eval mode.
+
+    Raises ValueError for ``p`` outside [0, 1]."""
+
+    fn = staticmethod(F.dropout)
 
 
 class _TrailingNorm(Module):
@@ -399,12 +409,17 @@ def _activation(name, fn, doc, params=(), repr_fmt=None):
             object.__setattr__(self, k, values[k])
         object.__setattr__(self, "inplace", values.get("inplace", False))
 
+    takes_inplace = "inplace" in inspect.signature(fn).parameters
+
     def forward(self, input):
+        if takes_inplace and self.inplace:  # the input updated in place, as PyTorch's
+            return fn(input, *(getattr(self, k) for k in names), inplace=True)
         return fn(input, *(getattr(self, k) for k in names))
 
     def extra_repr(self):
         if repr_fmt is None:
-            return ", ".join(f"{k}={getattr(self, k)}" for k in names)
+            parts = [f"{k}={getattr(self, k)}" for k in names]
+            return ", ".join(parts + (["inplace=True"] if self.inplace else []))
         return repr_fmt(self)
 
     return type(name, (Module,), {"__init__": __init__, "forward": forward,

@@ -7,7 +7,8 @@ names, shapes, order and initialisation, so a PyTorch ``state_dict`` loads as it
 Nothing here has its own derivative rule: gradients of any order, ``chainrule.func``
 transforms and ``gradcheck`` go through the ops (``linear``, ``sigmoid``, ``tanh``, ...).
 
-``PackedSequence`` inputs are not supported (pad the batch and run it as one tensor).
+A ``PackedSequence`` input (``nn.utils.rnn``) gives a ``PackedSequence`` output, as in
+PyTorch: each sequence runs for its own length only.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from . import functional as F
 from . import init
 from ._module import Module
 from .modules import _empty
+from .utils.rnn import PackedSequence
 
 __all__ = ["RNNCell", "LSTMCell", "GRUCell", "RNN", "LSTM", "GRU"]
 
@@ -234,6 +236,53 @@ def _check_args(input_size, hidden_size, num_layers, bias, batch_first, dropout,
         raise ValueError("proj_size has to be smaller than hidden_size")
 
 
+def _permute_state(hx, indices):
+    """``hx`` (a tensor, or a pair for an LSTM) reordered along its batch dim (1)."""
+    if isinstance(hx, (tuple, list)):
+        return type(hx)(_permute_state(h, indices) for h in hx)
+    return _ops.index_select(F._t(hx), 1, indices)
+
+
+def _packed_direction(mode, gi, state, batch_sizes, reverse, w_hh, b_hh, w_hr):
+    """Run one direction over packed data (PyTorch's layout: the rows of step t are
+    ``gi[offset_t : offset_t + batch_sizes[t]]``, sequences sorted by decreasing length).
+
+    Forward, a sequence's state stops being updated once it has ended (its final state is
+    the one after its last step); backward, a sequence joins, from the initial state, at its
+    own last step. Returns the outputs in the packed layout and the final state (N, H)."""
+    offsets = [0]
+    for b in batch_sizes:
+        offsets.append(offsets[-1] + b)
+    steps = len(batch_sizes)
+    seq = [None] * steps
+    if not reverse:
+        done = []  # (first row, state pieces) of sequences that have ended
+        current = tuple(s[:batch_sizes[0]] for s in state) if steps else state
+        for t in range(steps):
+            b = batch_sizes[t]
+            if b < current[0].shape[0]:
+                done.append(tuple(s[b:] for s in current))
+                current = tuple(s[:b] for s in current)
+            current = _step(mode, gi[offsets[t]:offsets[t + 1]], current, w_hh, b_hh, w_hr)
+            seq[t] = current[0]
+        pieces = [current] + done[::-1]
+        final = tuple(_ops.cat([p[k] for p in pieces], 0) if len(pieces) > 1 else current[k]
+                      for k in range(len(state)))
+    else:
+        current = None
+        for t in reversed(range(steps)):
+            b = batch_sizes[t]
+            if current is None:
+                current = tuple(s[:b] for s in state)
+            elif b > current[0].shape[0]:
+                have = current[0].shape[0]
+                current = tuple(_ops.cat([c, s[have:b]], 0) for c, s in zip(current, state))
+            current = _step(mode, gi[offsets[t]:offsets[t + 1]], current, w_hh, b_hh, w_hr)
+            seq[t] = current[0]
+        final = current if current is not None else state
+    return (_ops.cat(seq, 0) if steps else gi[:0, :0]), final
+
+
 class RNNBase(Module):
     """The multi-layer loop shared by :class:`RNN`, :class:`LSTM` and :class:`GRU`
     (``mode`` is 'RNN_TANH', 'RNN_RELU', 'LSTM' or 'GRU')."""
@@ -283,20 +332,44 @@ class RNNBase(Module):
         return [getattr(self, kind + suffix, None)
                 for kind in ("weight_ih", "weight_hh", "bias_ih", "bias_hh", "weight_hr")]
 
+    def _run_direction(self, layer, d, x, state, batch_sizes):
+        """One layer's one direction over the time-major ``x``: returns the per-step
+        outputs (stacked, (L, N, H_out); or, for packed data, concatenated like ``x``) and
+        the final state."""
+        w_ih, w_hh, b_ih, b_hh, w_hr = self._layer_weights(layer, d)
+        gi = F.linear(x, w_ih, b_ih)
+        if batch_sizes is None:
+            gi = _ops.unbind(gi, 0)
+            seq = [None] * len(gi)
+            for t in (reversed(range(len(gi))) if d else range(len(gi))):
+                state = _step(self.mode, gi[t], state, w_hh, b_hh, w_hr)
+                seq[t] = state[0]
+            return _ops.stack(seq, 0), state
+        return _packed_direction(self.mode, gi, state, batch_sizes, d, w_hh, b_hh, w_hr)
+
     def forward(self, input, hx=None):
         name = type(self).__name__
-        if type(input).__name__ == "PackedSequence":
-            raise TypeError(f"{name}: PackedSequence input is not supported; pass the padded "
-                            "batch as one tensor")
-        x = F._t(input)
-        _check_input(name, x, (2, 3), self.input_size, self.weight_ih_l0)
-        batched = x.ndim == 3
-        if not batched:
-            x = _ops.unsqueeze(x, 1)
-        elif self.batch_first:
-            x = _ops.transpose(x, 0, 1)
+        packed = isinstance(input, PackedSequence)
+        if packed:
+            batch_sizes = [int(b) for b in input.batch_sizes.numpy().tolist()]
+            x = F._t(input.data)
+            _check_input(name, x, (2, 2), self.input_size, self.weight_ih_l0)
+            batch = batch_sizes[0] if batch_sizes else 0
+            batched = True
+            if hx is not None and input.sorted_indices is not None:
+                hx = _permute_state(hx, input.sorted_indices)
+        else:
+            batch_sizes = None
+            x = F._t(input)
+            _check_input(name, x, (2, 3), self.input_size, self.weight_ih_l0)
+            batched = x.ndim == 3
+            if not batched:
+                x = _ops.unsqueeze(x, 1)
+            elif self.batch_first:
+                x = _ops.transpose(x, 0, 1)
+            batch = x.shape[1]
         num_directions = 2 if self.bidirectional else 1
-        lead = (self.num_layers * num_directions, x.shape[1])
+        lead = (self.num_layers * num_directions, batch)
         shapes = [lead + (self.proj_size or self.hidden_size,)]
         if self.mode == "LSTM":
             shapes.append(lead + (self.hidden_size,))
@@ -308,18 +381,18 @@ class RNNBase(Module):
                 x = F.dropout(x, self.dropout, self.training)
             outputs = []
             for d in range(num_directions):
-                w_ih, w_hh, b_ih, b_hh, w_hr = self._layer_weights(layer, d)
-                gi = _ops.unbind(F.linear(x, w_ih, b_ih), 0)
                 state = tuple(s[layer * num_directions + d] for s in initial)
-                seq = [None] * len(gi)
-                for t in (reversed(range(len(gi))) if d else range(len(gi))):
-                    state = _step(self.mode, gi[t], state, w_hh, b_hh, w_hr)
-                    seq[t] = state[0]
-                outputs.append(_ops.stack(seq, 0))
+                out, state = self._run_direction(layer, d, x, state, batch_sizes)
+                outputs.append(out)
                 final.append(state)
             x = outputs[0] if num_directions == 1 else _ops.cat(outputs, -1)
         states = [_ops.stack(list(s), 0) for s in zip(*final)]
-        if not batched:
+        if packed:
+            if input.unsorted_indices is not None:
+                states = [_ops.index_select(s, 1, input.unsorted_indices) for s in states]
+            x = PackedSequence(x, input.batch_sizes, input.sorted_indices,
+                               input.unsorted_indices)
+        elif not batched:
             x, states = _ops.squeeze(x, 1), [_ops.squeeze(s, 1) for s in states]
         elif self.batch_first:
             x = _ops.transpose(x, 0, 1)
@@ -344,7 +417,10 @@ _LAYER_DOC = """
     {states} (unbatched: without the N dim) are zeros when omitted; the final ones hold every
     layer's and direction's last state (for the backward direction, the one after t = 0).
     ``dropout`` is applied to every layer's output but the last, in training mode only.
-    ``PackedSequence`` inputs are not supported (TypeError).
+    A :class:`~chainrule.nn.utils.rnn.PackedSequence` input (``data`` (sum of lengths,
+    input_size)) gives a ``PackedSequence`` output of the same layout, each sequence run for
+    its own length; ``h_0``/``h_n`` are then in the original batch order (N = the number of
+    sequences).
 
     Parameters, for each layer k and direction (suffix ``_reverse`` for the backward one),
     registered with PyTorch's names and order so that a PyTorch ``state_dict`` loads:

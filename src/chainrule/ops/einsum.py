@@ -103,7 +103,10 @@ def _einsum_jvp(F, ts, operands, equation):
 
 @xp_kernel
 def _forward(xp, xs, equation, parsed):
-    return xp.einsum(equation, *xs)
+    out = xp.einsum(equation, *xs)
+    # NumPy returns a view for a pure relabelling ('ij->ji', 'ii->i'); einsum's result is a
+    # new tensor (PyTorch's too), so writing into it must not change an operand
+    return out.copy() if getattr(out, "base", None) is not None else out
 
 
 EINSUM = defop(

@@ -13,6 +13,7 @@ import operator
 import numpy as np
 
 from .._dispatch import ShapeError, apply
+from .._ns import RAW
 from .._table import TABLE, Singular, defop, documented, elementwise
 from .._tensor import Tensor, wrap
 from ..backend import NUMPY, backend_of, dtype_kind, native_dtype, xp_kernel
@@ -53,8 +54,10 @@ MUL = defop(
 )
 DIV = defop(
     "div", "divide", ("self", "other"),
+    # grad_y from x and y (as PyTorch's div backward), not from the output: changing the
+    # quotient in place (z = x / y; z.mul_(2)) then leaves the backward valid
     vjp={"self": lambda F, g, other: g / other,
-         "other": lambda F, g, out, other: -g * out / other},
+         "other": lambda F, g, self, other: -g * (self / other) / other},
     jvp={"self": lambda F, t, other: t / other,
          "other": lambda F, t, out, other: -t * out / other},
     math={"self": "grad_x = grad / y", "other": "grad_y = -grad * (x / y) / y",
@@ -83,8 +86,27 @@ def _pow_exponent(F, g, self, out):
     return F.where(self == 0, 0.0, g * out * log_self)
 
 
+@xp_kernel
+def _pow_forward(xp, x, p):
+    try:
+        return xp.pow(x, p)
+    except ValueError:  # NumPy: "Integers to negative integer powers are not allowed"
+        return _int_pow_negative(xp, x, p)
+
+
+def _int_pow_negative(xp, x, p):
+    """Integer ``x ** p`` with some ``p < 0``, as PyTorch's: 1 / x^|p| truncated, so 1 for
+    x = 1, +-1 for x = -1 (by the parity of p), and 0 otherwise (0 ** -1 included)."""
+    x, p = xp.asarray(x), xp.asarray(p)
+    negative = p < 0
+    out = xp.pow(x, xp.where(negative, 0, p))
+    odd = (p % 2) != 0
+    small = xp.where(x == 1, 1, xp.where(x == -1, xp.where(odd, -1, 1), 0))
+    return xp.where(negative, xp.astype(small, out.dtype), out)
+
+
 POW = defop(
-    "pow", "pow", ("self", "exponent"),
+    "pow", _pow_forward, ("self", "exponent"),
     vjp={"self": _pow_base, "exponent": _pow_exponent},
     jvp={"self": _pow_base, "exponent": _pow_exponent},
     math={"self": "grad_x = grad * p * x^(p-1)", "exponent": "grad_p = grad * x^p * log(x)",
@@ -97,16 +119,39 @@ POW = defop(
 )
 
 
+_ndarray = np.ndarray
+
+
 def _tie_split(F, g, a, b):
-    # g where a wins, g/2 at ties (the subgradient PyTorch uses), 0 where b wins, and g
-    # where either is NaN (it propagates: PyTorch's maximum backward). The masks are cast
-    # to g's dtype (float32 stays float32; the standard has no bool * float), and multiply:
-    # np.where is ten times slower than a product.
-    return g * _mask(F, ~(a <= b), g) + (g * 0.5) * _mask(F, a == b, g)
+    # g where a wins, g/2 at ties (the subgradient PyTorch uses), 0 where b wins (even an
+    # inf or NaN g), and g where either is NaN (it propagates: PyTorch's maximum backward)
+    return keep(F, g, ~(a <= b)) + keep(F, g * 0.5, a == b)
 
 
 def _mask(F, mask, like):
     return F.cast(mask, like.dtype)
+
+
+_SAME_SIZE_INT = {np.dtype(np.float64): np.int64, np.dtype(np.float32): np.int32,
+                  np.dtype(np.float16): np.int16}
+
+
+def keep(F, g, mask):
+    """``where(mask, g, 0)``: the cotangent (or tangent) ``g`` where ``mask`` holds and an
+    exact 0 elsewhere, even where ``g`` is inf or NaN (``g * mask`` would give NaN there;
+    PyTorch's threshold, clamp and maximum backwards use where / masked_fill).
+
+    On NumPy float arrays (a first-order pass) the mask selects g's bits: branch-free, as
+    fast as a product, where ``np.where`` on a random mask is several times slower."""
+    if F is RAW and g.__class__ is _ndarray and mask.__class__ is _ndarray:
+        ints = _SAME_SIZE_INT.get(g.dtype)
+        if ints is not None:
+            bits = mask.astype(ints)
+            np.negative(bits, out=bits)  # 1 -> all bits set, 0 -> none
+            if bits.shape == g.shape:
+                return np.bitwise_and(g.view(ints), bits, out=bits).view(g.dtype)
+            return np.bitwise_and(g.view(ints), bits).view(g.dtype)
+    return F.where(mask, g, 0.0)
 
 
 def _pick(name, kernel, word, first):
@@ -173,8 +218,18 @@ def div(input, other, *, rounding_mode=None):
     if rounding_mode == "floor":  # the ops of chainrule.ops.elementwise_more, by name
         return apply(TABLE["floor_divide"], (input, other))
     if rounding_mode == "trunc":
+        if _integral(input) and _integral(other):  # exact, and integer as PyTorch's
+            return mul(mul(sign(input), sign(other)),
+                       apply(TABLE["floor_divide"], (abs(input), abs(other))))
         return apply(TABLE["trunc"], (apply(DIV, (input, other)),))
     raise ValueError(f"div: rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}")
+
+
+def _integral(x):
+    """An integer or bool tensor, or a Python / NumPy integer."""
+    if isinstance(x, Tensor):
+        return dtype_kind(x.dtype) in "iub"
+    return isinstance(x, (int, np.integer))
 
 
 true_divide = div
@@ -248,8 +303,8 @@ SIGMOID = elementwise("sigmoid", "expit", lambda F, out: out * (1 - out),
                       math="s (1 - s), s = sigmoid(x)", source=CALCULUS)
 RELU = defop(
     "relu", xp_kernel(lambda xp, x: xp.maximum(x, 0.0)), ("self",),
-    vjp={"self": lambda F, g, out: g * _mask(F, ~(out <= 0), g)},
-    jvp={"self": lambda F, t, out: t * _mask(F, ~(out <= 0), t)},
+    vjp={"self": lambda F, g, out: keep(F, g, ~(out <= 0))},
+    jvp={"self": lambda F, t, out: keep(F, t, ~(out <= 0))},
     math={"self": "grad_x = grad * [x > 0]  (1 at NaN)", "out": "dy = dx * [x > 0]"},
     source=CALCULUS + "; subgradient 0 at x = 0 and NaN passing the gradient, as PyTorch's "
            "threshold_backward",
@@ -297,8 +352,8 @@ def _clamp_mask(self, min, max):
 CLAMP = defop(
     "clamp", xp_kernel(lambda xp, x, min, max: xp.clip(x, min, max)), ("self",),
     attrs=("min", "max"),
-    vjp={"self": lambda F, g, self, min, max: g * _mask(F, _clamp_mask(self, min, max), g)},
-    jvp={"self": lambda F, t, self, min, max: t * _mask(F, _clamp_mask(self, min, max), t)},
+    vjp={"self": lambda F, g, self, min, max: keep(F, g, _clamp_mask(self, min, max))},
+    jvp={"self": lambda F, t, self, min, max: keep(F, t, _clamp_mask(self, min, max))},
     math={"self": "grad_x = grad * [min <= x <= max]", "out": "dy = [min <= x <= max] dx"},
     source=CALCULUS + "; boundaries pass the gradient as in PyTorch",
     pointwise=True,
@@ -308,12 +363,12 @@ CLAMP = defop(
 CLAMP_TENSOR = defop(
     "clamp_tensor",
     xp_kernel(lambda xp, x, lo, hi: xp.minimum(xp.maximum(x, lo), hi)), ("self", "min", "max"),
-    vjp={"self": lambda F, g, self, min, max: g * _mask(F, (self >= min) & (self <= max), g),
-         "min": lambda F, g, self, min, max: g * _mask(F, (self < min) & (min < max), g),
-         "max": lambda F, g, self, min, max: g * _mask(F, (self > max) | (max < min), g)},
-    jvp={"self": lambda F, t, self, min, max: t * _mask(F, (self >= min) & (self <= max), t),
-         "min": lambda F, t, self, min, max: t * _mask(F, (self < min) & (min < max), t),
-         "max": lambda F, t, self, min, max: t * _mask(F, (self > max) | (max < min), t)},
+    vjp={"self": lambda F, g, self, min, max: keep(F, g, (self >= min) & (self <= max)),
+         "min": lambda F, g, self, min, max: keep(F, g, (self < min) & (min < max)),
+         "max": lambda F, g, self, min, max: keep(F, g, (self > max) | (max < min))},
+    jvp={"self": lambda F, t, self, min, max: keep(F, t, (self >= min) & (self <= max)),
+         "min": lambda F, t, self, min, max: keep(F, t, (self < min) & (min < max)),
+         "max": lambda F, t, self, min, max: keep(F, t, (self > max) | (max < min))},
     math={"self": "grad_x = grad * [min <= x <= max]  (boundaries pass, as with number bounds)",
           "min": "grad_min = grad * [x < min and min < max]",
           "max": "grad_max = grad * [x > max or max < min]  (where min > max the result "
@@ -349,14 +404,13 @@ CLONE = defop(
 
 @documented(TO_COPY)
 def to_dtype(input, dtype):
-    """A copy of ``input`` converted to ``dtype`` (differentiable between float dtypes)."""
+    """A copy of ``input`` converted to ``dtype`` (differentiable between float dtypes; a
+    conversion to an integer or bool dtype has no gradient, and its result does not require
+    grad, as PyTorch's)."""
     data = input._data if isinstance(input, Tensor) else input
     dtype = native_dtype(backend_of(data) if isinstance(input, Tensor) else NUMPY, dtype)
     if isinstance(input, Tensor) and input._requires_grad and dtype_kind(dtype) != "f":
-        raise RuntimeError(
-            f"_to_copy: cannot convert a tensor that requires grad to non-float dtype {dtype}; "
-            "call .detach() first"
-        )
+        input = input.detach()
     src = input.dtype if isinstance(input, Tensor) else np.asarray(input).dtype
     return apply(TO_COPY, (input,), (dtype, src))
 

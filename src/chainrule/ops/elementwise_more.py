@@ -18,7 +18,7 @@ from .. import _ns
 from .._dispatch import apply, name_errors
 from .._table import Rule, Singular, defop, documented, elementwise
 from ..backend import NUMPY, dtype_kind, xp_kernel
-from .elementwise import CALCULUS, _mask, _unary, abs, add, clamp, div, mul, neg, sign, sub
+from .elementwise import CALCULUS, _mask, _unary, abs, add, clamp, div, keep, mul, neg, sign, sub
 
 __all__ = [
     "acos", "arccos", "asin", "arcsin", "atan", "arctan", "atan2", "arctan2", "sinh", "cosh",
@@ -355,7 +355,7 @@ def _nan_safe(xp, fn):
 
 
 def _winner(F, g, wins):
-    return g * _mask(F, wins, g)
+    return keep(F, g, wins)  # 0 to the loser even for an inf or NaN g (masked_fill)
 
 
 def _fpick(name, word, first_wins):

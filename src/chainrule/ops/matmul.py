@@ -13,6 +13,7 @@ from .._dispatch import ShapeError, apply
 from .._table import defop, documented
 from .._tensor import Tensor
 from ..backend import xp_kernel
+from .elementwise import clone
 
 __all__ = ["matmul", "mm", "mv", "bmm", "dot", "inner", "outer", "trace", "diag", "diagonal",
            "diagonal_scatter", "tril", "triu"]
@@ -234,8 +235,8 @@ def diag(input, diagonal=0):
     """1-D input: a square matrix with ``input`` on diagonal ``diagonal``.
     2-D input: that diagonal, as a 1-D tensor (see :func:`diagonal`)."""
     nd = input.ndim if isinstance(input, Tensor) else np.ndim(input)
-    if nd == 2:
-        return globals()["diagonal"](input, diagonal)
+    if nd == 2:  # a copy of the diagonal (PyTorch's diag), not a view as diagonal is
+        return clone(globals()["diagonal"](input, diagonal))
     if nd != 1:
         raise ShapeError(f"diag: input must be 1-D or 2-D, got {nd}-D")
     return apply(DIAG, (input,), (diagonal,))

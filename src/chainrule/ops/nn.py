@@ -204,3 +204,50 @@ def cross_entropy(input, target, reduction="mean"):
     return apply(CROSS_ENTROPY, (input, target), (reduction, cdim))
 
 
+
+
+# --- binary cross-entropy ---------------------------------------------------------------
+
+_BCE_EPS = float(np.float32(1e-12))  # PyTorch's EPSILON in its backward (a C float)
+
+
+@xp_kernel
+def _bce_forward(xp, x, t):
+    # -(t log x + (1 - t) log(1 - x)), each log clamped at -100 (PyTorch's), so p = 0 with
+    # t = 1 costs 100, not inf
+    log_x = xp.maximum(xp.log(x), -100.0)
+    log_1mx = xp.maximum(xp.log(1.0 - x), -100.0)
+    return -(t * log_x + (1.0 - t) * log_1mx)
+
+
+def _bce_dx(F, self, target):
+    # (x - t) / (x (1 - x)), the denominator kept >= 1e-12: finite at x = 0 or 1 (0 there
+    # when t = x, the saturated prediction that is right)
+    d = self * (1.0 - self)
+    return (self - target) / F.where(d < _BCE_EPS, _BCE_EPS, d)
+
+
+def _bce_dt(F, self):
+    # -logit(x) = log(1 - x) - log(x), unclamped (+-inf at x = 0 or 1), as PyTorch's
+    return F.log(1.0 - self) - F.log(self)
+
+
+BINARY_CROSS_ENTROPY = defop(
+    "binary_cross_entropy", _bce_forward, ("self", "target"),
+    vjp={"self": lambda F, g, self, target: g * _bce_dx(F, self, target),
+         "target": lambda F, g, self: g * _bce_dt(F, self)},
+    jvp={"self": lambda F, t, self, target: t * _bce_dx(F, self, target),
+         "target": lambda F, t, self: t * _bce_dt(F, self)},
+    math={"self": "grad_x = grad * (x - t) / max(x (1 - x), 1e-12)",
+          "target": "grad_t = grad * (log(1 - x) - log(x)) = -grad * logit(x)",
+          "out": "dy = (x - t) / (x (1 - x)) dx + (log(1 - x) - log(x)) dt"},
+    source="d/dx of -(t log x + (1 - t) log(1 - x)); PyTorch's binary_cross_entropy_backward "
+           "(the 1e-12 floor) and binary_cross_entropy_target_backward",
+)
+
+
+@documented(BINARY_CROSS_ENTROPY)
+def binary_cross_entropy_terms(input, target):
+    """``-(t log x + (1 - t) log(1 - x))`` entry by entry (no reduction, no weight), for
+    probabilities ``input`` in [0, 1]; ``nn.functional.binary_cross_entropy`` reduces it."""
+    return apply(BINARY_CROSS_ENTROPY, (input, target))

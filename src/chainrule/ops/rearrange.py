@@ -14,6 +14,7 @@ import numpy as np
 from .._dispatch import ShapeError
 from .._tensor import Tensor
 from ._dims import wrap_dim
+from .elementwise import clone
 from .indexing import getitem
 from .shape import cat, expand, movedim, reshape, transpose, unsqueeze
 
@@ -30,8 +31,9 @@ def _dims(dims, ndim, op):
 def flip(input, dims):
     """Reverse the order of entries along ``dims`` (an int or a sequence)."""
     d = _dims(dims, input.ndim, "flip")
-    return getitem(input, tuple(slice(None, None, -1) if i in d else slice(None)
-                                for i in range(input.ndim)))
+    # a copy, as PyTorch's flip: writing into the result leaves the input as it is
+    return clone(getitem(input, tuple(slice(None, None, -1) if i in d else slice(None)
+                                      for i in range(input.ndim))))
 
 
 def fliplr(input):
@@ -86,7 +88,7 @@ def roll(input, shifts, dims=None):
         s = shift % n if n else 0
         if s:
             out = cat([narrow(out, d, n - s, s), narrow(out, d, 0, n - s)], d)
-    return out
+    return clone(out) if out is input else out  # a new tensor even for a whole turn
 
 
 def rot90(input, k=1, dims=(0, 1)):
@@ -104,7 +106,7 @@ def rot90(input, k=1, dims=(0, 1)):
         return flip(input, (d0, d1))
     if k == 3:
         return transpose(flip(input, (d0,)), d0, d1)
-    return input
+    return clone(input)  # a new tensor, as PyTorch's
 
 
 def unflatten(input, dim, sizes):
@@ -194,7 +196,9 @@ def repeat(input, *sizes):
     shape = (1,) * (len(sizes) - input.ndim) + tuple(input.shape)
     x = reshape(input, sum(((1, n) for n in shape), ()))   # (1, a, 1, b, ...)
     x = expand(x, *sum(((r, n) for r, n in zip(sizes, shape)), ()))
-    return reshape(x, tuple(r * n for r, n in zip(sizes, shape)))
+    x = reshape(x, tuple(r * n for r, n in zip(sizes, shape)))
+    # repeating once is still a copy (PyTorch's repeat always makes a new tensor)
+    return clone(x) if all(r == 1 for r in sizes) else x
 
 
 def tile(input, dims):

@@ -1,6 +1,7 @@
 """PyTorch's functions whose results are indices, counts or truth values: nonzero,
 argwhere, unique, unique_consecutive, bincount, histc, searchsorted, bucketize, isin,
-tril_indices, triu_indices, logical_and/or/xor, signbit, heaviside, scalar_tensor.
+tril_indices, triu_indices, logical_and/or/xor, signbit, heaviside, scalar_tensor, the
+bitwise ops (and, or, xor, not, shifts), isinf/isposinf/isneginf/isreal, all/any.
 
 None of them has a gradient. Those whose result is a float computed from an input that
 requires grad (``unique``'s values, ``bincount`` with weights, ``heaviside``) give a
@@ -11,6 +12,7 @@ does, so a gradient is never silently zero.
 from __future__ import annotations
 
 import collections
+import operator
 
 import numpy as np
 
@@ -18,7 +20,7 @@ from .._creation import get_default_dtype
 from .._dispatch import edge, name_errors
 from .._node import DelayedError
 from .._tensor import Tensor, _fill, wrap
-from ..backend import backend_of
+from ..backend import backend_of, numpy_dtype
 
 __all__ = ["nonzero", "argwhere", "unique", "unique_consecutive", "bincount", "histc",
            "searchsorted", "bucketize", "isin", "tril_indices", "triu_indices", "logical_and",
@@ -232,3 +234,173 @@ def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False):
     """A 0-d tensor holding ``s`` (the default float dtype unless ``dtype``)."""
     t = wrap(np.asarray(s, dtype=dtype or get_default_dtype()))
     return t.requires_grad_(True) if requires_grad else t
+
+
+# --- bitwise ops: integer and bool tensors only, no gradient (PyTorch's semantics) ---------
+
+_TORCH_NAMES = {"float16": "Half", "float32": "Float", "float64": "Double", "bool": "Bool",
+                "uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int",
+                "int64": "Long"}
+
+# name -> (NumPy's ufunc, the operator (other backends), PyTorch's kernel name for its
+# error, whether bool tensors are allowed)
+_BITWISE = {
+    "bitwise_and": (np.bitwise_and, operator.and_, "bitwise_and_cpu", True),
+    "bitwise_or": (np.bitwise_or, operator.or_, "bitwise_or_cpu", True),
+    "bitwise_xor": (np.bitwise_xor, operator.xor, "bitwise_xor_cpu", True),
+    "bitwise_left_shift": (np.left_shift, operator.lshift, "lshift_cpu", False),
+    "bitwise_right_shift": (np.right_shift, operator.rshift, "rshift_cpu", False),
+}
+
+
+def _torch_name(dtype):
+    name = np.dtype(dtype).name
+    return _TORCH_NAMES.get(name, name)
+
+
+def _bitwise_dtype(a, b, kernel, bool_ok):
+    """The result dtype (NumPy's) of a bitwise op on ``a`` and ``b``, by PyTorch's
+    promotion (:func:`chainrule.result_type`: a Python int keeps an int32 tensor int32).
+
+    Raises NotImplementedError (PyTorch's text) for a float result, or bool for a shift."""
+    from .._compat import result_type
+
+    if a.__class__ is Tensor and b.__class__ is Tensor and a._data.dtype == b._data.dtype \
+            and a.ndim and b.ndim:
+        dtype = np.dtype(numpy_dtype(a._data.dtype))
+    else:
+        dtype = np.dtype(result_type(a, b))
+    if dtype.kind not in ("iu" + ("b" if bool_ok else "")):
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{_torch_name(dtype)}\'')
+    return dtype
+
+
+def _cast(x, dtype):
+    """``x``'s data as ``dtype``: an array of its backend, or (a number) a NumPy scalar,
+    wrapped around as PyTorch does."""
+    if isinstance(x, Tensor):
+        d = x._data
+        if d.__class__ is np.ndarray:
+            return d if d.dtype == dtype else d.astype(dtype)
+        if np.dtype(numpy_dtype(d.dtype)) == dtype:
+            return d
+        xp = backend_of(d).xp
+        return xp.astype(d, getattr(xp, dtype.name))
+    a = np.asarray(x)
+    if a.dtype.kind not in "biu":
+        raise TypeError(f"expected a tensor or an integer, got {type(x).__name__} {x!r:.40}")
+    with np.errstate(over="ignore"):
+        return a.astype(dtype)
+
+
+def _bitwise(name):
+    ufunc, operator_fn, kernel, bool_ok = _BITWISE[name]
+
+    def fn(input, other):
+        if not isinstance(input, Tensor) and not isinstance(other, Tensor):
+            input = wrap(np.asarray(input))
+        dtype = _bitwise_dtype(input, other, kernel, bool_ok)
+        a, b = _cast(input, dtype), _cast(other, dtype)
+        host_a = a.__class__ is np.ndarray or isinstance(a, np.generic)
+        host_b = b.__class__ is np.ndarray or isinstance(b, np.generic)
+        if host_a and host_b:
+            return wrap(np.asarray(ufunc(a, b)))
+        # another backend: its operators, with a number as a Python scalar
+        if host_a:
+            a = a.item() if a.ndim == 0 else backend_of(b).xp.asarray(a)
+        if host_b:
+            b = b.item() if b.ndim == 0 else backend_of(a).xp.asarray(b)
+        return wrap(operator_fn(a, b))
+
+    fn.__name__ = fn.__qualname__ = name
+    what = name.split("_", 1)[1].replace("_", " ")
+    fn.__doc__ = (f"Elementwise bitwise {what} of integer (or bool) tensors, in the dtype "
+                  "PyTorch promotes them to; no gradient. Raises NotImplementedError for "
+                  "float tensors (as PyTorch).")
+    return fn
+
+
+bitwise_and = _bitwise("bitwise_and")
+bitwise_or = _bitwise("bitwise_or")
+bitwise_xor = _bitwise("bitwise_xor")
+bitwise_left_shift = _bitwise("bitwise_left_shift")
+bitwise_right_shift = _bitwise("bitwise_right_shift")
+
+
+def bitwise_not(input):
+    """Elementwise bitwise NOT of an integer tensor (logical NOT of a bool one); no
+    gradient. Raises NotImplementedError for a float tensor (as PyTorch)."""
+    if not isinstance(input, Tensor):
+        input = wrap(np.asarray(input))
+    d = input._data
+    if np.dtype(numpy_dtype(d.dtype)).kind not in "biu":
+        raise NotImplementedError(f'"bitwise_not_cpu" not implemented for '
+                                  f"'{_torch_name(numpy_dtype(d.dtype))}'")
+    if d.__class__ is np.ndarray:
+        return wrap(np.asarray(np.invert(d)))
+    xp = backend_of(d).xp
+    return wrap(xp.logical_not(d) if d.dtype == xp.bool else xp.bitwise_invert(d))
+
+
+# --- truth values of floats ----------------------------------------------------------------
+
+def _truth(name, doc):
+    def fn(input):
+        x = input if isinstance(input, Tensor) else wrap(np.asarray(input))
+        d = x._data
+        xp = np if d.__class__ is np.ndarray else backend_of(d).xp
+        if name == "isinf":
+            out = xp.isinf(d)
+        elif name == "isposinf":
+            out = xp.isinf(d) & (d > 0)
+        elif name == "isneginf":
+            out = xp.isinf(d) & (d < 0)
+        else:  # isreal: every entry of a real tensor
+            out = xp.ones(d.shape, dtype=xp.bool) if xp is not np else np.ones(d.shape, bool)
+        return wrap(np.asarray(out) if xp is np else out)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    return fn
+
+
+isinf = _truth("isinf", "Whether each entry is +inf or -inf (a bool tensor; False for ints).")
+isposinf = _truth("isposinf", "Whether each entry is +inf (a bool tensor).")
+isneginf = _truth("isneginf", "Whether each entry is -inf (a bool tensor).")
+isreal = _truth("isreal", "Whether each entry is real: all True (chainrule's tensors are "
+                "real).")
+
+
+def _reduce_truth(name):
+    def fn(input, dim=None, keepdim=False, *, out=None):
+        if out is not None:
+            raise TypeError(f"{name}: out= is not supported (chainrule's ops return new "
+                            "tensors)")
+        x = input if isinstance(input, Tensor) else wrap(np.asarray(input))
+        d = x._data
+        axis = tuple(dim) if isinstance(dim, (list, tuple)) else dim
+        xp = np if d.__class__ is np.ndarray else backend_of(d).xp
+        r = getattr(xp, name)(d, axis=axis, keepdims=keepdim)
+        if np.dtype(numpy_dtype(d.dtype)) == np.uint8:  # PyTorch keeps uint8 for uint8
+            r = r.astype(np.uint8) if xp is np else xp.astype(r, xp.uint8)
+        return wrap(np.asarray(r) if xp is np else r)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = (f"Whether {name} entries are nonzero, over ``dim`` (an int, a tuple, or "
+                  "None for every entry): a bool tensor (uint8 for a uint8 input, as "
+                  "PyTorch).")
+    return fn
+
+
+# ``torch.all`` and ``torch.any``: named reduce_all and reduce_any here (so this module and star
+# imports keep the builtins); chainrule exports them as ``all`` and ``any``.
+reduce_all = _reduce_truth("all")
+reduce_any = _reduce_truth("any")
+
+for _name in ("bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift",
+              "bitwise_right_shift", "bitwise_not", "isinf", "isposinf", "isneginf", "isreal",
+              "reduce_all", "reduce_any"):
+    globals()[_name] = name_errors(globals()[_name], _name.replace("reduce_", ""))
+del _name
+__all__ += ["bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift",
+            "bitwise_right_shift", "bitwise_not", "isinf", "isposinf", "isneginf", "isreal"]

@@ -246,6 +246,26 @@ CAT = defop(
 )
 
 
+def _common_dtype(tensors):
+    """``tensors`` cast to the dtype PyTorch's ``cat``/``stack`` give them: a higher
+    category (bool < int < float) wins with its own width (int64 with float32 is float32,
+    where NumPy says float64). The casts are recorded (``to_dtype``); equal dtypes, the
+    common case, are passed through untouched."""
+    dtypes = [x.dtype if isinstance(x, Tensor) else np.asarray(x).dtype for x in tensors]
+    first = dtypes[0]
+    if all(d == first for d in dtypes):
+        return tensors
+    from .._compat import promote_types
+    from .elementwise import to_dtype
+
+    target = first
+    for d in dtypes[1:]:
+        target = promote_types(target, d)
+    target = np.dtype(target)
+    return [x if d == target else to_dtype(x, target) if isinstance(x, Tensor) else
+            np.asarray(x).astype(target) for x, d in zip(tensors, dtypes)]
+
+
 @documented(CAT)
 def cat(tensors, dim=0):
     """Concatenate along an existing dim. Shapes must agree except along ``dim``."""
@@ -260,6 +280,7 @@ def cat(tensors, dim=0):
     kept = [x for x in tensors if tuple(_shape(x)) != (0,)]
     if kept and len(kept) < len(tensors) and any(len(_shape(x)) != 1 for x in kept):
         tensors = kept
+    tensors = _common_dtype(tensors)
     nd = len(_shape(tensors[0]))
     d = wrap_dim(dim, nd, "cat")
     sizes = tuple(_shape(x)[d] if len(_shape(x)) > d else 0 for x in tensors)
@@ -291,6 +312,7 @@ def stack(tensors, dim=0):
     tensors = list(tensors)
     if not tensors:
         raise ShapeError("stack: expected a non-empty sequence of tensors")
+    tensors = _common_dtype(tensors)
     nd = len(_shape(tensors[0]))
     return apply(STACK, tensors, (wrap_dim(dim, nd, "stack", extra=1),))
 

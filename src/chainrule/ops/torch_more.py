@@ -1,7 +1,8 @@
 """More of PyTorch's top-level names, as exact compositions of the table's primitives (their
 gradients, to any order, come from those rules): positive, float_power, ldexp, dstack,
 broadcast_tensors, split_with_sizes, sum_to_size, select_scatter, slice_scatter,
-repeat_interleave, combinations, constant_pad_nd, nextafter, frexp, mode.
+repeat_interleave, combinations, constant_pad_nd, nextafter, frexp, mode, unfold; and the
+samplers multinomial and poisson.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ __all__ = ["positive", "float_power", "ldexp", "dstack", "broadcast_tensors",
            "bernoulli", "normal", "alias_copy", "diagonal_copy", "expand_copy", "narrow_copy",
            "permute_copy", "split_with_sizes_copy", "squeeze_copy", "t_copy",
            "transpose_copy", "unbind_copy", "unsqueeze_copy", "view_copy", "conj",
-           "conj_physical", "resolve_conj", "resolve_neg", "real", "angle"]
+           "conj_physical", "resolve_conj", "resolve_neg", "real", "angle", "multinomial",
+           "poisson", "unfold"]
 
 FrexpResult = collections.namedtuple("frexp", ["mantissa", "exponent"])
 ModeResult = collections.namedtuple("mode", ["values", "indices"])
@@ -460,6 +462,104 @@ def angle(input):
     x = _t(input)
     zero = x.nan_to_num(0.0, 0.0, 0.0) * 0.0 + 0.0  # 0 (not -0 or nan) for -0 and +-inf
     return where(x < 0, zero + math.pi, where(x != x, math.nan, zero))
+
+
+def multinomial(input, num_samples, replacement=False, *, generator=None):
+    """``num_samples`` category indices per row of ``input`` (1-D, or 2-D: one row per
+    distribution), drawn with probabilities proportional to its non-negative weights, from
+    chainrule's generator or ``generator``; int64, no gradient (``torch.multinomial``).
+    Without replacement, a category is drawn at most once (zero-weight categories come
+    last, lowest index first, once the others are used up).
+
+    Raises RuntimeError (PyTorch's texts) for a non-float input, a negative, inf or nan
+    weight, a row summing to 0, ``num_samples <= 0``, or more samples than categories
+    without replacement."""
+    from .. import _creation
+
+    x = _t(input)
+    if np.dtype(x.dtype).kind != "f":
+        raise RuntimeError(f"multinomial only supports floating-point dtypes for input, got: "
+                           f"{np.dtype(x.dtype).name}")
+    if x.ndim not in (1, 2):
+        raise RuntimeError("prob_dist must be 1 or 2 dim")
+    n = int(num_samples)
+    if n <= 0:
+        raise RuntimeError("cannot sample n_sample <= 0 samples")
+    p = np.asarray(x.detach().numpy(), dtype=np.float64).reshape(-1, x.shape[-1])
+    k = p.shape[-1]
+    if not replacement and n > k:
+        raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without "
+                           "replacement")
+    if not np.isfinite(p).all() or (p < 0).any():
+        raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+    total = p.sum(-1, keepdims=True)
+    if (total <= 0).any():
+        raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+    rng = generator or _creation.default_generator
+    if replacement:  # inverse CDF: a zero-weight category has an empty interval
+        cdf = np.cumsum(p / total, axis=-1)
+        u = rng.random((p.shape[0], n))
+        out = np.stack([np.searchsorted(c, row, side="right") for c, row in zip(cdf, u)])
+        out = np.minimum(out, k - 1)
+    else:  # the exponential race: the n largest p / E (E ~ Exp(1)) are the draws, in order
+        keys = p / rng.exponential(1.0, p.shape)
+        out = np.argsort(-keys, axis=-1, kind="stable")[:, :n]
+    out = out.astype(np.int64)
+    return wrap(out[0] if x.ndim == 1 else out)
+
+
+def poisson(input, generator=None):
+    """Poisson samples with rates ``input`` (a float tensor), in its dtype, from chainrule's
+    generator or ``generator``; the gradient with respect to the rates is zero, as in
+    PyTorch.
+
+    Raises NotImplementedError for an integer input and RuntimeError for a negative rate."""
+    from .. import _creation
+
+    x = _t(input)
+    if np.dtype(x.dtype).kind != "f":
+        raise NotImplementedError(f'"poisson_cpu" not implemented for '
+                                  f"'{_TORCH_DTYPE.get(np.dtype(x.dtype).name, x.dtype)}'")
+    rates = np.asarray(x.detach().numpy())
+    if (rates < 0).any() or np.isnan(rates).any():
+        raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
+    rng = generator or _creation.default_generator
+    sample = wrap(np.asarray(rng.poisson(rates)).astype(x.dtype))
+    return x * 0.0 + sample if x.requires_grad else sample
+
+
+_TORCH_DTYPE = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char",
+                "uint8": "Byte", "bool": "Bool"}
+
+
+def unfold(input, dimension, size, step):
+    """The windows of ``size`` entries along ``dimension``, ``step`` apart, as a new last
+    dim (``Tensor.unfold``): shape ``(..., (n - size) // step + 1, ..., size)``.
+    Differentiable (an indexing op: overlapping windows add their gradients).
+
+    Raises RuntimeError when ``size`` exceeds the dim's length or ``step <= 0``."""
+    from .indexing import getitem as _getitem
+    from .shape import movedim
+
+    x = _t(input)
+    scalar = x.ndim == 0
+    if scalar:  # PyTorch: a 0-d tensor unfolds to its one entry, as a 1-D tensor
+        x = reshape(x, (1,))
+    d = wrap_dim(dimension, x.ndim, "unfold")
+    n = x.shape[d]
+    if size > n:
+        raise RuntimeError(f"maximum size for tensor at dimension {d} is {n} but size is "
+                           f"{size}")
+    if step <= 0:
+        raise RuntimeError(f"step is {step} but must be > 0")
+    if size < 0:
+        raise RuntimeError(f"size is {size} but must be >= 0")
+    if scalar:
+        return x if size == 1 else getitem(x, slice(0, size))
+    starts = np.arange(0, n - size + 1, step, dtype=np.int64)
+    index = wrap(starts[:, None] + np.arange(size, dtype=np.int64)[None, :])
+    windows = _getitem(x, (slice(None),) * d + (index,))  # (..., k, size, ...)
+    return movedim(windows, d + 1, -1)
 
 
 for _name in __all__:

@@ -1,4 +1,5 @@
-"""Optimizers, as ``torch.optim``: SGD, Adam, AdamW, RMSprop, Adagrad and LBFGS.
+"""Optimizers, as ``torch.optim``: SGD, Adam, AdamW, RMSprop, Adagrad, Adadelta, Adamax,
+NAdam, RAdam, Rprop, ASGD and LBFGS.
 
 An optimizer takes an iterable of parameters (``model.parameters()``, a generator, or a list
 of tensors) or a list of parameter groups (dicts with ``"params"`` and per-group options
@@ -9,214 +10,34 @@ the same order of floating-point operations). They compute with the parameters' 
 (NumPy, CuPy, Dask); on Dask, ``step()`` is where the work happens: the new parameters and
 the optimizer's state are computed in one shared ``dask.persist``.
 
-``chainrule.optim.lr_scheduler`` has StepLR, ExponentialLR, CosineAnnealingLR and
+As in PyTorch, ``optimizer.state[p]`` holds chainrule Tensors: the buffers
+(``momentum_buffer``, ``exp_avg``, ``exp_avg_sq``, ...) have the parameter's shape, dtype and
+backend, and ``state[p]["step"]`` (and NAdam's ``mu_product``, ASGD's ``eta`` and ``mu``) is
+a 0-d NumPy-backed tensor of the default float dtype (float64 unless
+``chainrule.set_default_dtype`` changes it; PyTorch's is float32 unless its default is
+float64). A step replaces the data of these tensors (the same Tensor objects stay in the
+state), so a reference taken from ``optimizer.state`` or ``state_dict()`` follows the updates.
+
+``chainrule.optim.lr_scheduler`` has PyTorch's schedulers: LambdaLR, MultiplicativeLR,
+StepLR, MultiStepLR, ConstantLR, LinearLR, ExponentialLR, PolynomialLR, CosineAnnealingLR,
+CosineAnnealingWarmRestarts, CyclicLR, OneCycleLR, SequentialLR, ChainedScheduler and
 ReduceLROnPlateau.
 """
 
 from __future__ import annotations
 
-import copy
 import math
 
 import numpy as np
 
-from .._state import enable_grad
-from .._tensor import Tensor
+from .._tensor import Tensor, wrap
 from ..backend import backend_of
+from . import lr_scheduler
+from ._more import ASGD, Adadelta, Adamax, NAdam, RAdam, Rprop
+from .optimizer import Optimizer, _call, _check, _scalar, _tick, _zeros
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "LBFGS", "lr_scheduler"]
-
-
-class _Required:
-    def __repr__(self):
-        return "<required parameter>"
-
-
-required = _Required()
-
-
-class Optimizer:
-    """Base class: holds ``param_groups`` (list of dicts) and ``state`` (``{param: dict}``).
-
-    Parameters
-    ----------
-    params : iterable of Tensor, or iterable of dict
-        Leaf tensors with ``requires_grad=True`` (e.g. ``model.parameters()``), or parameter
-        groups ``{"params": [...], "lr": ..., ...}`` whose missing options take ``defaults``.
-    defaults : dict
-        The default options.
-
-    Raises
-    ------
-    ValueError
-        An empty parameter list, a parameter that is not a leaf requiring grad, or a
-        parameter in more than one group.
-    TypeError
-        ``params`` is a single Tensor (pass an iterable).
-    """
-
-    def __init__(self, params, defaults):
-        if isinstance(params, Tensor):
-            raise TypeError("params argument given to the optimizer should be an iterable of "
-                            f"Tensors or dicts, but got {type(params).__name__}")
-        self.defaults = defaults
-        self.state = {}
-        self.param_groups = []
-        groups = list(params)
-        if not groups:
-            raise ValueError(f"{type(self).__name__}: optimizer got an empty parameter list")
-        if not isinstance(groups[0], dict):
-            groups = [{"params": groups}]
-        for g in groups:
-            self.add_param_group(g)
-
-    @property
-    def params(self):
-        """All parameters, group after group (a list)."""
-        return [p for g in self.param_groups for p in g["params"]]
-
-    def add_param_group(self, param_group):
-        """Add a group ``{"params": ..., option: value}``; options it lacks take the
-        optimizer's defaults.
-
-        Raises ValueError for a parameter already in another group, a non-leaf or a tensor
-        that does not require grad, or a missing required option."""
-        if not isinstance(param_group, dict):
-            raise TypeError(f"param_group must be a dict, but got {type(param_group).__name__}")
-        group = dict(param_group)
-        ps = group["params"]
-        group["params"] = [ps] if isinstance(ps, Tensor) else list(ps)
-        for i, p in enumerate(group["params"]):
-            if not isinstance(p, Tensor):
-                raise TypeError(f"{type(self).__name__} can only optimize Tensors, but one of "
-                                f"the params is {type(p).__name__}")
-            if not p.requires_grad or not p.is_leaf:
-                raise ValueError(f"{type(self).__name__}: optimizer parameter {i} must be a "
-                                 "leaf Tensor with requires_grad=True (can't optimize a "
-                                 "non-leaf Tensor)")
-        for k, v in self.defaults.items():
-            if v is required and k not in group:
-                raise ValueError(f"parameter group didn't specify a value of required "
-                                 f"optimization parameter {k}")
-            group.setdefault(k, v)
-        existing = {id(p) for g in self.param_groups for p in g["params"]}
-        if existing & {id(p) for p in group["params"]}:
-            raise ValueError("some parameters appear in more than one parameter group")
-        self.param_groups.append(group)
-
-    def zero_grad(self, set_to_none=True):
-        """Clear the gradients: set them to None (default) or to zeros."""
-        for g in self.param_groups:
-            for p in g["params"]:
-                if p.grad is None:
-                    continue
-                if set_to_none:
-                    p.grad = None
-                else:
-                    p.grad._data = p.grad._data * 0
-
-    # --- state dict ----------------------------------------------------------------------
-    def state_dict(self):
-        """``{"state": {index: {name: value}}, "param_groups": [{..., "params": [index]}]}``
-        with parameters numbered across groups, as PyTorch."""
-        index = {}
-        groups = []
-        for g in self.param_groups:
-            packed = {k: v for k, v in g.items() if k != "params"}
-            ids = []
-            for p in g["params"]:
-                index.setdefault(id(p), len(index))
-                ids.append(index[id(p)])
-            packed["params"] = ids
-            groups.append(packed)
-        state = {index[id(p)]: v for p, v in self._state_items() if id(p) in index}
-        return {"state": state, "param_groups": groups}
-
-    def _state_items(self):
-        for g in self.param_groups:
-            for p in g["params"]:
-                if p in self.state:
-                    yield p, self.state[p]
-
-    def load_state_dict(self, state_dict):
-        """Load a :meth:`state_dict` (copied) into an optimizer over parameters of the same
-        shapes and grouping.
-
-        Raises ValueError when the number of groups or of parameters per group differs."""
-        state_dict = copy.deepcopy(state_dict)
-        groups = state_dict["param_groups"]
-        if len(groups) != len(self.param_groups):
-            raise ValueError("loaded state dict has a different number of parameter groups")
-        for mine, theirs in zip(self.param_groups, groups):
-            if len(mine["params"]) != len(theirs["params"]):
-                raise ValueError("loaded state dict contains a parameter group that doesn't "
-                                 "match the size of optimizer's group")
-        self.state = {}
-        for mine, theirs in zip(self.param_groups, groups):
-            for p, i in zip(mine["params"], theirs["params"]):
-                if i in state_dict["state"]:
-                    self.state[p] = state_dict["state"][i]
-            for k, v in theirs.items():
-                if k != "params":
-                    mine[k] = v
-
-    def __repr__(self):
-        s = type(self).__name__ + " ("
-        for i, g in enumerate(self.param_groups):
-            s += f"\nParameter Group {i}"
-            for k in sorted(g):
-                if k != "params":
-                    s += f"\n    {k}: {g[k]}"
-        return s + "\n)"
-
-    # --- helpers -------------------------------------------------------------------------
-    def _grads(self, group):
-        """``(p, gradient array)`` for the group's parameters that have a gradient
-        (negated under ``maximize``)."""
-        for p in group["params"]:
-            if p.grad is None:
-                continue
-            g = p.grad._data
-            if group.get("maximize", False):
-                g = -g
-            yield p, g
-
-    def _set(self, p, new):
-        """Write ``new`` (an array) into ``p``'s data in place."""
-        if p._data.__class__ is np.ndarray:
-            p._data[...] = new
-        else:
-            p._data = new
-        p._vc[0] += 1
-
-    def _update(self, p, step):
-        if p._data.__class__ is np.ndarray:
-            p._data -= step
-        else:
-            p._data = p._data - step
-        p._vc[0] += 1
-
-    def _persist(self):
-        """Compute the lazy (Dask) parameters and state in one shared persist."""
-        lazy = [p for p in self.params if p._data.__class__ is not np.ndarray
-                and backend_of(p._data).lazy]
-        if not lazy:
-            return
-        import dask
-
-        slots = [(p, k) for p in lazy if p in self.state for k, v in self.state[p].items()
-                 if not isinstance(v, (int, float, list, np.ndarray)) and v is not None]
-        flat = [p._data for p in lazy] + [self.state[p][k] for p, k in slots]
-        done = dask.persist(*flat)
-        for p, d in zip(lazy, done):
-            p._data = d
-        for (p, k), d in zip(slots, done[len(lazy):]):
-            self.state[p][k] = d
-
-
-def _check(name, value, what, low=0.0):
-    if not value >= low:
-        raise ValueError(f"{name}: Invalid {what}: {value}")
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax",
+           "NAdam", "RAdam", "Rprop", "ASGD", "LBFGS", "lr_scheduler"]
 
 
 class SGD(Optimizer):
@@ -249,23 +70,17 @@ class SGD(Optimizer):
                     g = g + wd * p._data
                 if mu:
                     st = self.state.setdefault(p, {})
-                    buf = st.get("momentum_buffer")
-                    if buf is None:
+                    buf_t = st.get("momentum_buffer")
+                    if buf_t is None:
                         buf = backend_of(g).xp.asarray(g, copy=True)
+                        st["momentum_buffer"] = wrap(buf)
                     else:
-                        buf = mu * buf + (1 - group["dampening"]) * g
-                    st["momentum_buffer"] = buf
+                        buf = mu * buf_t._data + (1 - group["dampening"]) * g
+                        buf_t._data = buf
                     g = g + mu * buf if group["nesterov"] else buf
                 self._update(p, lr * g)
         self._persist()
         return loss
-
-
-def _call(closure):
-    if closure is None:
-        return None
-    with enable_grad():
-        return closure()
 
 
 class Adam(Optimizer):
@@ -306,21 +121,22 @@ class Adam(Optimizer):
                         g = g + wd * p._data
                 st = self.state.setdefault(p, {})
                 if not st:
-                    st["step"] = 0
-                    st["exp_avg"] = xp.zeros_like(p._data)
-                    st["exp_avg_sq"] = xp.zeros_like(p._data)
+                    st["step"] = _scalar(0.0)
+                    st["exp_avg"] = _zeros(p)
+                    st["exp_avg_sq"] = _zeros(p)
                     if group["amsgrad"]:
-                        st["max_exp_avg_sq"] = xp.zeros_like(p._data)
-                st["step"] += 1
-                t = st["step"]
-                m = st["exp_avg"] + (g - st["exp_avg"]) * (1 - b1)  # torch's lerp_
-                v = st["exp_avg_sq"] * b2 + (1 - b2) * g * g
-                st["exp_avg"], st["exp_avg_sq"] = m, v
+                        st["max_exp_avg_sq"] = _zeros(p)
+                t = _tick(st["step"])
+                m_t, v_t = st["exp_avg"], st["exp_avg_sq"]
+                m = m_t._data + (g - m_t._data) * (1 - b1)  # torch's lerp_
+                v = v_t._data * b2 + (1 - b2) * g * g
+                m_t._data, v_t._data = m, v
                 c1 = 1 - b1 ** t
                 c2_sqrt = math.sqrt(1 - b2 ** t)
                 if group["amsgrad"]:
-                    st["max_exp_avg_sq"] = xp.maximum(st["max_exp_avg_sq"], v)
-                    denom = xp.sqrt(st["max_exp_avg_sq"]) / c2_sqrt + eps
+                    vmax_t = st["max_exp_avg_sq"]
+                    vmax_t._data = xp.maximum(vmax_t._data, v)
+                    denom = xp.sqrt(vmax_t._data) / c2_sqrt + eps
                 else:
                     denom = xp.sqrt(v) / c2_sqrt + eps
                 self._update(p, (lr / c1) * (m / denom))
@@ -369,24 +185,27 @@ class RMSprop(Optimizer):
                     g = g + wd * p._data
                 st = self.state.setdefault(p, {})
                 if not st:
-                    st["step"] = 0
-                    st["square_avg"] = xp.zeros_like(p._data)
+                    st["step"] = _scalar(0.0)
+                    st["square_avg"] = _zeros(p)
                     if mu > 0:
-                        st["momentum_buffer"] = xp.zeros_like(p._data)
+                        st["momentum_buffer"] = _zeros(p)
                     if group["centered"]:
-                        st["grad_avg"] = xp.zeros_like(p._data)
-                st["step"] += 1
-                v = st["square_avg"] * alpha + (1 - alpha) * g * g
-                st["square_avg"] = v
+                        st["grad_avg"] = _zeros(p)
+                _tick(st["step"])
+                v_t = st["square_avg"]
+                v = v_t._data * alpha + (1 - alpha) * g * g
+                v_t._data = v
                 if group["centered"]:
-                    a = st["grad_avg"] + (g - st["grad_avg"]) * (1 - alpha)
-                    st["grad_avg"] = a
+                    a_t = st["grad_avg"]
+                    a = a_t._data + (g - a_t._data) * (1 - alpha)
+                    a_t._data = a
                     avg = xp.sqrt(v - a * a) + eps
                 else:
                     avg = xp.sqrt(v) + eps
                 if mu > 0:
-                    buf = st["momentum_buffer"] * mu + g / avg
-                    st["momentum_buffer"] = buf
+                    buf_t = st["momentum_buffer"]
+                    buf = buf_t._data * mu + g / avg
+                    buf_t._data = buf
                     self._update(p, lr * buf)
                 else:
                     self._update(p, lr * (g / avg))
@@ -412,9 +231,13 @@ class Adagrad(Optimizer):
                                       eps=eps, maximize=maximize))
         for group in self.param_groups:
             for p in group["params"]:
-                xp = backend_of(p._data).xp
-                self.state[p] = {"step": 0, "sum": xp.full_like(
-                    p._data, group["initial_accumulator_value"])}
+                self.state[p] = self._fresh(p, group)
+
+    @staticmethod
+    def _fresh(p, group):
+        xp = backend_of(p._data).xp
+        return {"step": _scalar(0.0),
+                "sum": wrap(xp.full_like(p._data, group["initial_accumulator_value"]))}
 
     def step(self, closure=None):
         """One update (``closure`` as :meth:`SGD.step`)."""
@@ -423,14 +246,16 @@ class Adagrad(Optimizer):
             lr, wd, eps = group["lr"], group["weight_decay"], group["eps"]
             for p, g in self._grads(group):
                 xp = backend_of(p._data).xp
-                st = self.state.setdefault(p, {"step": 0, "sum": xp.full_like(
-                    p._data, group["initial_accumulator_value"])})
-                st["step"] += 1
+                st = self.state.get(p)
+                if st is None:
+                    st = self.state[p] = self._fresh(p, group)
+                t = _tick(st["step"])
                 if wd:
                     g = g + wd * p._data
-                clr = lr / (1 + (st["step"] - 1) * group["lr_decay"])
-                st["sum"] = st["sum"] + g * g
-                self._update(p, clr * (g / (xp.sqrt(st["sum"]) + eps)))
+                clr = lr / (1 + (t - 1) * group["lr_decay"])
+                s_t = st["sum"]
+                s_t._data = s_t._data + g * g
+                self._update(p, clr * (g / (xp.sqrt(s_t._data) + eps)))
         self._persist()
         return loss
 
@@ -470,6 +295,11 @@ class LBFGS(Optimizer):
             raise ValueError("LBFGS doesn't support per-parameter options (parameter groups)")
         self._params = self.param_groups[0]["params"]
 
+    _scalar_keys = ()
+
+    def _as_tensors(self, p, st):
+        return st  # step() reads Tensors and arrays alike
+
     def _gather_flat_grad(self):
         return np.concatenate([
             np.zeros(p.numel(), dtype=p.dtype) if p.grad is None
@@ -505,10 +335,11 @@ class LBFGS(Optimizer):
         if np.abs(flat_grad).max() <= tol_grad:
             return orig_loss
 
-        d, t = state.get("d"), state.get("t")
-        old_dirs, old_stps, ro = state.get("old_dirs"), state.get("old_stps"), state.get("ro")
-        H_diag = state.get("H_diag")
-        prev_flat_grad, prev_loss = state.get("prev_flat_grad"), state.get("prev_loss")
+        d, t = _unwrap(state.get("d")), state.get("t")
+        old_dirs, old_stps, ro = (_unwrap(state.get(k)) for k in ("old_dirs", "old_stps", "ro"))
+        H_diag = _unwrap(state.get("H_diag"))
+        prev_flat_grad = _unwrap(state.get("prev_flat_grad"))
+        prev_loss = state.get("prev_loss")
         opt_cond = False
         n_iter = 0
         while n_iter < max_iter:
@@ -566,9 +397,23 @@ class LBFGS(Optimizer):
                 break
             if abs(loss - prev_loss) < tol_change:
                 break
-        state.update(d=d, t=t, old_dirs=old_dirs, old_stps=old_stps, ro=ro, H_diag=H_diag,
-                     prev_flat_grad=prev_flat_grad, prev_loss=prev_loss)
+        state.update(d=_wrap(d), t=t, old_dirs=_wrap(old_dirs), old_stps=_wrap(old_stps),
+                     ro=_wrap(ro), H_diag=_wrap(H_diag), prev_flat_grad=_wrap(prev_flat_grad),
+                     prev_loss=prev_loss)
         return orig_loss
 
 
-from . import lr_scheduler  # noqa: E402
+def _unwrap(v):
+    """Arrays from (lists of) state Tensors."""
+    if isinstance(v, list):
+        return [_unwrap(x) for x in v]
+    return v._data if isinstance(v, Tensor) else v
+
+
+def _wrap(v):
+    """(Lists of) arrays as state Tensors, as PyTorch keeps them; numbers stay numbers."""
+    if isinstance(v, list):
+        return [_wrap(x) for x in v]
+    return wrap(v) if isinstance(v, (np.ndarray, np.generic)) else v
+
+

@@ -1,4 +1,5 @@
-"""``chainrule.nn.utils``: gradient clipping and parameter vectors, as ``torch.nn.utils``.
+"""``chainrule.nn.utils``: gradient clipping and parameter vectors, as ``torch.nn.utils``;
+``nn.utils.rnn``: padded and packed variable-length sequences.
 
 These work on ``.grad`` and parameter data, outside the graph (under ``no_grad``), as
 optimizers do.
@@ -10,8 +11,10 @@ import math
 
 import numpy as np
 
-from .._state import no_grad
-from .._tensor import Tensor, wrap
+from ..._state import no_grad
+from ..._tensor import Tensor, wrap
+from ...ops import cat
+from . import rnn  # noqa: F401  (nn.utils.rnn, as torch.nn.utils.rnn)
 
 __all__ = ["clip_grad_norm_", "clip_grad_value_", "parameters_to_vector",
            "vector_to_parameters"]
@@ -61,7 +64,6 @@ def clip_grad_value_(parameters, clip_value, foreach=None):
 
 def parameters_to_vector(parameters):
     """The parameters flattened and concatenated into one 1-D tensor (differentiable)."""
-    from ..ops import cat
 
     return cat([p.reshape(-1) for p in _params(parameters)], 0)
 
