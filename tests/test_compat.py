@@ -215,3 +215,15 @@ def test_set_printoptions_is_chainrules_own():
     finally:
         cr.set_printoptions(profile="default")
     assert repr(cr.tensor([1 / 3])) == "tensor([0.3333])"
+
+
+def test_shape_is_a_size():
+    x = cr.ones(2, 3, 4)
+    assert isinstance(x.shape, cr.Size) and isinstance(x.size(), cr.Size)
+    assert x.shape == (2, 3, 4) and x.shape.numel() == 24 == x.numel()
+    assert isinstance(x.shape[1:], cr.Size) and x.shape[1:].numel() == 12
+    assert x.size(1) == 3 and isinstance(x.shape[0], int)
+    assert repr(x.shape) == "chainrule.Size([2, 3, 4])"
+    if torch is not None:
+        assert tuple(torch.ones(2, 3, 4).shape) == x.shape
+        assert torch.ones(2, 3, 4).shape.numel() == x.shape.numel()

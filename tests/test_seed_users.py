@@ -96,9 +96,15 @@ def test_dir_of_grad_fn_lists_saved_values():
 
 
 def test_pytorch_spellings():
-    assert cr.float is np.float32 and cr.double is np.float64 and cr.long is np.int64
-    assert cr.int is np.int32 and cr.bool is np.bool_
-    assert cr.get_default_dtype() is np.float64
+    assert cr.float is cr.float32 and cr.double is cr.float64 and cr.long is cr.int64
+    assert cr.float == np.float32 and cr.long == np.int64 and cr.bool == np.bool_
+    assert cr.int is cr.int32 and cr.bool is cr.bool_
+    assert cr.get_default_dtype() is cr.float64
+    # a tensor's dtype is the dtype object itself (PyTorch: x.dtype is torch.float32), so
+    # identity tests and dicts keyed by dtype work
+    x = cr.ones(2, dtype=cr.float32)
+    assert x.dtype is cr.float32 and x.double().dtype is cr.float64
+    assert {cr.float32: "single", cr.float64: "double"}[x.dtype] == "single"
     try:
         cr.set_default_dtype(cr.float)
         assert cr.tensor(1.5).dtype == np.float32 and cr.randn(2).dtype == np.float32

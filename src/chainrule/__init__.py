@@ -53,23 +53,25 @@ from .nn.functional import (  # noqa: E402,F401  (PyTorch's top-level spellings)
     rms_norm,
 )
 
-float32 = _np.float32
-float64 = _np.float64
-float16 = _np.float16
-int32 = _np.int32
-int64 = _np.int64
-int16 = _np.int16
-int8 = _np.int8
-uint8 = _np.uint8
-bool_ = _np.bool_
+# Dtypes are NumPy's dtype objects (one per type), so ``x.dtype is chainrule.float32``,
+# ``x.dtype == chainrule.float32`` and dicts keyed by dtype behave as PyTorch's
+float32 = _np.dtype("float32")
+float64 = _np.dtype("float64")
+float16 = _np.dtype("float16")
+int32 = _np.dtype("int32")
+int64 = _np.dtype("int64")
+int16 = _np.dtype("int16")
+int8 = _np.dtype("int8")
+uint8 = _np.dtype("uint8")
+bool_ = _np.dtype("bool")
 # PyTorch's spellings of the same dtypes (they shadow builtins only inside this module)
-float = _np.float32  # noqa: A001
-double = _np.float64
-half = _np.float16
-long = _np.int64
-int = _np.int32  # noqa: A001
-short = _np.int16
-bool = _np.bool_  # noqa: A001
+float = float32  # noqa: A001
+double = float64
+half = float16
+long = int64
+int = int32  # noqa: A001
+short = int16
+bool = bool_  # noqa: A001
 
 __version__ = "0.1.0"
 

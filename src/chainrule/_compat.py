@@ -21,7 +21,7 @@ import numpy as np
 from . import _creation
 from ._dispatch import name_errors
 from ._state import STATE, _GradMode
-from ._tensor import PRINT_OPTS, Tensor
+from ._tensor import PRINT_OPTS, Size, Tensor
 from .backend import numpy_dtype
 
 __all__ = ["is_tensor", "is_floating_point", "is_nonzero", "inference_mode",
@@ -96,17 +96,6 @@ class inference_mode(_GradMode):
 def is_inference_mode_enabled():
     """Whether an ``inference_mode()`` block is running in this thread."""
     return getattr(_INFERENCE, "depth", 0) > 0
-
-
-class Size(tuple):
-    """A shape, as ``torch.Size``: a tuple of ints with :meth:`numel`."""
-
-    def numel(self):
-        """The product of the sizes."""
-        return int(np.prod(self, dtype=np.int64))
-
-    def __repr__(self):
-        return f"chainrule.Size({list(self)})"
 
 
 @name_errors

@@ -39,8 +39,9 @@ def set_default_dtype(d):
 
 
 def get_default_dtype():
-    """The float dtype constructors give Python floats (float64 unless changed)."""
-    return _DEFAULT_FLOAT[0].type
+    """The float dtype constructors give Python floats (float64 unless changed): a NumPy
+    dtype, ``chainrule.float64`` itself."""
+    return _DEFAULT_FLOAT[0]
 
 
 def _np_dtype(dtype):

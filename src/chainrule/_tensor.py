@@ -72,6 +72,27 @@ def check_grad_dtype(dtype, what="tensor"):
         )
 
 
+class Size(tuple):
+    """A shape, as ``torch.Size`` (what ``Tensor.shape`` and ``Tensor.size()`` return): a
+    tuple of ints with :meth:`numel`."""
+
+    __slots__ = ()
+
+    def numel(self):
+        """The product of the sizes."""
+        n = 1
+        for k in self:
+            n *= k
+        return n
+
+    def __getitem__(self, index):
+        out = tuple.__getitem__(self, index)
+        return Size(out) if isinstance(index, slice) else out
+
+    def __repr__(self):
+        return f"chainrule.Size({list(self)})"
+
+
 def _formatter(data):
     """NumPy ``array2string``'s formatter giving PyTorch's notation for a real float array
     (``torch._tensor_str._Formatter``): ``precision`` decimals, ``1.`` when every finite
@@ -142,10 +163,10 @@ class Tensor:
     # --- array properties ------------------------------------------------------------
     @property
     def shape(self):
-        return self._data.shape
+        return Size(self._data.shape)
 
     def size(self, dim=None):
-        return self._data.shape if dim is None else self._data.shape[dim]
+        return Size(self._data.shape) if dim is None else self._data.shape[dim]
 
     @property
     def dtype(self):
