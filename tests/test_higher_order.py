@@ -146,3 +146,19 @@ def test_functional_vhp_equals_hvp_for_a_symmetric_hessian():
     _, hv = functional.hvp(f, x, v)
     assert np.allclose(vh.numpy(), H @ v.numpy()) and np.allclose(hv.numpy(), vh.numpy())
     assert np.isclose(value.item(), f(x).item())
+
+
+@pytest.mark.parametrize("fn, second", [
+    (lambda x: x.relu().sum(), [0.0, 0.0, 0.0]),            # relu'' = 0 (VJP only selects)
+    (lambda x: (x.relu() * x).sum(), [2.0, 0.0, 2.0]),      # d2/dx2 (x relu(x)) = 2 [x > 0]
+    (lambda x: x.abs().sum(), [0.0, 0.0, 0.0]),
+    (lambda x: x.clamp(-2.5, 2.5).sum(), [0.0, 0.0, 0.0]),
+])
+def test_create_graph_gradient_of_a_piecewise_linear_function_requires_grad(fn, second):
+    # PyTorch: a recorded backward's result requires grad when it read a tensor that does,
+    # so grad of grad is zeros (not "element 0 of tensors does not require grad")
+    x = cr.tensor([1.0, -2.0, 3.0], requires_grad=True)
+    (g,) = cr.autograd.grad(fn(x), x, create_graph=True)
+    assert g.requires_grad and g.grad_fn is not None
+    (h,) = cr.autograd.grad(g.sum(), x)
+    np.testing.assert_array_equal(h.numpy(), second)

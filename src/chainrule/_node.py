@@ -175,8 +175,10 @@ class OpNode(Node):
         if plan.variadic:
             rule, args = plan.rules[0]
             needs = [node is not None for node, _ in self.next_functions]
-            return rule(F, g, needs, *args(saved))
-        return plan.vjp(F, g, saved)
+            result = rule(F, g, needs, *args(saved))
+        else:
+            result = plan.vjp(F, g, saved)
+        return _linked(result, g, saved) if graph else result
 
     def _unpack(self, saved):
         """The saved values as Tensors with their history (see :meth:`_vjp`)."""
@@ -252,6 +254,52 @@ class OpNode(Node):
                 f"{self.name()} has no saved value {key!r}; it saved {list(self.plan.names)}"
             )
         raise AttributeError(f"{self.name()!r} object has no attribute {attr!r}")
+
+
+def _linked(result, g, saved):
+    """PyTorch's rule for a recorded backward: a cotangent it computes requires grad when
+    the backward read a tensor that does (the cotangent, or a saved value), even where its
+    derivative is zero (relu's VJP only selects entries of a constant cotangent). Such a
+    cotangent is linked to those tensors through a :class:`ZeroDerivative` node, so that
+    differentiating it again gives zeros, as PyTorch's, rather than "does not require
+    grad"."""
+    live = None
+    out = []
+    for r in result:
+        if r.__class__ is Tensor and not r._requires_grad:
+            if live is None:
+                live = [t for t in _tensors((g, *saved)) if t._requires_grad]
+            if live:
+                node = ZeroDerivative.__new__(ZeroDerivative)
+                node.next_functions = tuple((t._grad_fn or accumulator(t), t._output_nr)
+                                            for t in live)
+                node.shapes = tuple(t.shape for t in live)
+                node.dtypes = tuple(t.dtype for t in live)
+                node.pre_hooks = None
+                r = _fill(object.__new__(Tensor), r._data, node)
+        out.append(r)
+    return tuple(out) if isinstance(result, tuple) else out
+
+
+def _tensors(values):
+    for v in values:
+        if v.__class__ is Tensor:
+            yield v
+        elif isinstance(v, list):
+            yield from (x for x in v if x.__class__ is Tensor)
+
+
+class ZeroDerivative(Node):
+    """The node of a recorded cotangent that does not depend on the tensors its backward
+    read (see :func:`_linked`): their cotangents are zeros."""
+
+    __slots__ = ("dtypes",)
+
+    def name(self):
+        return "ZeroDerivativeBackward"
+
+    def _vjp(self, g, F, graph=False):
+        return [F.zeros(tuple(shape), dtype) for shape, dtype in zip(self.shapes, self.dtypes)]
 
 
 class Scattered:
