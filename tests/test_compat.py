@@ -195,6 +195,18 @@ REPRS = [
 ]
 
 
+@pytest.mark.parametrize("make, text", [
+    (lambda m: m.tensor([True]), "tensor([True])"),
+    (lambda m: m.tensor([True, False]), "tensor([ True, False])"),
+    (lambda m: m.zeros(0), "tensor([])"),
+    (lambda m: m.zeros(0, 3, dtype=m.int32), "tensor([], size=(0, 3), dtype={}int32)"),
+])
+def test_repr_of_bool_and_empty_tensors(make, text):
+    assert repr(make(cr)) == text.format("")
+    if torch is not None:
+        assert repr(make(torch)) == text.format("torch.")
+
+
 @pytest.mark.parametrize("values, text", REPRS)
 def test_repr_uses_pytorchs_notation(values, text):
     assert repr(cr.tensor(values)) == text

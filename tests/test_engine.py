@@ -1196,3 +1196,18 @@ def test_casting_to_an_integer_dtype_gives_a_tensor_without_grad():
         assert not out.requires_grad and out.grad_fn is None
         np.testing.assert_array_equal(out.numpy(), [1, -2])  # truncation, as PyTorch's
     assert x.requires_grad and x.grad is None
+
+
+def test_hooks_and_retained_grads_of_a_float32_tensor_are_float32():
+    # used with a float64 tensor, its cotangent is computed in float64; the engine casts it
+    # to the tensor's dtype for its hooks and .grad, as PyTorch's does at every edge
+    a = cr.tensor([0.5, 2.0], dtype=cr.float32, requires_grad=True)
+    b = cr.tensor([1.0, 3.0], dtype=cr.float64, requires_grad=True)
+    t = a * 1
+    t.retain_grad()
+    seen = []
+    t.register_hook(lambda g: seen.append(g.dtype))
+    (t * b).sum().backward()
+    assert seen == [cr.float32] and t.grad.dtype == cr.float32 and a.grad.dtype == cr.float32
+    np.testing.assert_array_equal(t.grad.numpy(), [1.0, 3.0])
+    np.testing.assert_array_equal(b.grad.numpy(), [0.5, 2.0])

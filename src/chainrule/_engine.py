@@ -439,6 +439,10 @@ def _run_pre_hooks(node, g):
         if nr.__class__ is not int:  # the node's own hooks (register_prehook/register_hook)
             continue
         # retain_grad's hook runs last, so .grad shows what the other hooks made of it
+        want = node.pre_hooks.get(("dtype", nr))
+        if want is not None and grads[nr] is not None and grads[nr].dtype != want:
+            value = grads[nr]  # cast to the tensor's dtype, as PyTorch's engine does
+            grads[nr] = value.to(want) if isinstance(value, Tensor) else value.astype(want)
         for hook in sorted(hooks, key=lambda h: getattr(h, "retains_grad", False)):
             if grads[nr] is None:
                 continue

@@ -447,6 +447,7 @@ class _TensorGraphMethods:
             if handle:
                 handle.pop().remove()
             handle.append(t._grad_fn._add_pre_hook(t._output_nr, keep))
+            t._grad_fn.pre_hooks[("dtype", t._output_nr)] = t.dtype
 
         attach(self)
         self._extra_set("retains_grad", attach)
@@ -469,7 +470,11 @@ class _TensorGraphMethods:
             hooks.append(hook)
             accumulator(self).pre_hooks = {0: hooks}
             return _Handle(hooks, hook)
-        return self._grad_fn._add_pre_hook(self._output_nr, hook)
+        handle = self._grad_fn._add_pre_hook(self._output_nr, hook)
+        # the gradient a hook sees (and .grad of retain_grad) has this tensor's dtype, as
+        # PyTorch's: a float32 tensor used with float64 ones gets a float32 gradient
+        self._grad_fn.pre_hooks[("dtype", self._output_nr)] = self.dtype
+        return handle
 
 
 for _name in ("retain_grad", "retains_grad", "register_hook"):

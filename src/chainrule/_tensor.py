@@ -99,6 +99,9 @@ def _formatter(data):
     entry is an integer, scientific when the finite nonzero magnitudes span more than 1000x,
     exceed 1e8, or (not all integers) go below 1e-4; every entry right-aligned to one width.
     None (NumPy's own) for other dtypes."""
+    if data.dtype.kind == "b":  # PyTorch's: as wide as the widest word present
+        width = 5 if data.size and not data.all() else 4
+        return {"bool": lambda v: str(bool(v)).rjust(width)}
     if data.dtype.kind != "f":
         return None
     p, flat = PRINT_OPTS["precision"], data.reshape(-1)
@@ -417,6 +420,8 @@ class Tensor:
             threshold=PRINT_OPTS["threshold"], edgeitems=PRINT_OPTS["edgeitems"],
             max_line_width=PRINT_OPTS["linewidth"])
         extras = []
+        if data.size == 0 and data.ndim > 1:  # "tensor([])" alone would hide the shape
+            extras.append(f"size={tuple(data.shape)}")
         if data.dtype not in (np.float64, np.int64, np.bool_):
             extras.append(f"dtype={data.dtype}")
         if self._grad_fn is not None:
