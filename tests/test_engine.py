@@ -1211,3 +1211,16 @@ def test_hooks_and_retained_grads_of_a_float32_tensor_are_float32():
     assert seen == [cr.float32] and t.grad.dtype == cr.float32 and a.grad.dtype == cr.float32
     np.testing.assert_array_equal(t.grad.numpy(), [1.0, 3.0])
     np.testing.assert_array_equal(b.grad.numpy(), [0.5, 2.0])
+
+
+def test_backward_through_an_empty_diagonal_and_median_of_nothing():
+    # both as PyTorch: an empty diagonal's cotangent scatters nothing; median of no entries
+    # is NaN (and stays on the graph)
+    x = cr.ones(1, 3, requires_grad=True)
+    (x * 1).diagonal(-1).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.zeros((1, 3)))
+    e = cr.zeros(0, requires_grad=True)
+    m = e.median()
+    assert np.isnan(m.item()) and m.requires_grad
+    m.backward()
+    assert e.grad.shape == (0,)

@@ -226,8 +226,9 @@ def _diagonal_scatter(xp):
         n1, n2 = moved.shape[-2:]
         # src[..., i] lies at row i (offset >= 0) or column i (offset < 0): pad to that length
         length = n1 if offset >= 0 else n2
-        pad = [xp.zeros_like(src[..., :1])] * (length - src.shape[-1])
-        line = xp.concat([src] + pad, axis=-1)
+        pad = xp.zeros(tuple(src.shape[:-1]) + (length - src.shape[-1],), dtype=src.dtype,
+                       **on_device_of(x))  # (an empty diagonal pads to a line of zeros)
+        line = xp.concat([src, pad], axis=-1)
         line = xp.expand_dims(line, axis=-1 if offset >= 0 else -2)
         mask = xp.eye(n1, n2, k=offset, dtype=xp.bool, **on_device_of(x))
         return xp.moveaxis(xp.where(mask, line, moved), (-2, -1), (dim1, dim2))

@@ -18,6 +18,7 @@ with a NaN is NaN (at the first NaN), ``nanmedian`` ignores NaNs.
 from __future__ import annotations
 
 import collections
+import math
 
 import numpy as np
 
@@ -267,6 +268,8 @@ def kthvalue(input, k, dim=-1, keepdim=False):
 def _median(input, dim, keepdim, ignore_nan, name, ret):
     if dim is None:
         if input.numel() == 0:
+            if dtype_kind(input.dtype) == "f":  # NaN, as PyTorch's (still on the graph)
+                return input.sum() * math.nan
             raise IndexError(f"{name}: median() input tensor cannot be empty")
         return apply(MEDIAN, (input,), (bool(ignore_nan),))
     return _run(MEDIAN_DIM, input, dim, keepdim, (bool(ignore_nan),), name, ret)
