@@ -321,3 +321,23 @@ def test_svd_and_pca_lowrank_are_exact_truncations():
     _, S2, _ = cr.pca_lowrank(t(A, False), q=3)
     np.testing.assert_allclose(S2.numpy(),
                                np.linalg.svd(A - A.mean(0), compute_uv=False)[:3])
+
+
+def test_inv_ex_and_cholesky_ex_report_failures_in_info():
+    # PyTorch's *_ex: a failing matrix gives info > 0 (LAPACK's index) and no error; the
+    # others of the batch are computed as usual; check_errors=True raises
+    A = cr.tensor([[[1.0, 2.0], [2.0, 4.0]], [[2.0, 1.0], [1.0, 3.0]]])
+    r = cr.linalg.inv_ex(A)
+    np.testing.assert_array_equal(r.info.numpy(), [2, 0])  # the second pivot of LU is 0
+    np.testing.assert_allclose(r.inverse[1].numpy(), np.linalg.inv([[2.0, 1.0], [1.0, 3.0]]),
+                               rtol=1e-14)
+    assert np.isnan(r.inverse[0].numpy()).all()
+    with pytest.raises(Exception, match="singular"):
+        cr.linalg.inv_ex(A, check_errors=True)
+    S = cr.tensor([[[1.0, 2.0], [2.0, 1.0]], [[4.0, 2.0], [2.0, 3.0]]])
+    c = cr.linalg.cholesky_ex(S)
+    np.testing.assert_array_equal(c.info.numpy(), [2, 0])  # the 2x2 minor is not PD
+    np.testing.assert_allclose(c.L[1].numpy(), np.linalg.cholesky([[4.0, 2.0], [2.0, 3.0]]),
+                               rtol=1e-14)
+    ok = cr.linalg.cholesky_ex(S[1:])
+    assert ok.info.numpy().tolist() == [0]

@@ -146,8 +146,15 @@ def test_takes_a_generator_and_param_groups():
         groups.add_param_group({"params": [extra]})
     with pytest.raises(ValueError, match="optimizer got an empty parameter list"):
         optim.SGD([], lr=0.1)
-    with pytest.raises(ValueError, match="must be a leaf Tensor with requires_grad=True"):
-        optim.SGD([cr.zeros(2)], lr=0.1)
+    with pytest.raises(ValueError, match="can't optimize a non-leaf Tensor"):
+        optim.SGD([cr.zeros(2, requires_grad=True) * 2], lr=0.1)
+    # a frozen parameter is accepted (fine-tuning passes model.parameters()) and left alone
+    frozen = cr.ones(2)
+    opt = optim.SGD([frozen, extra], lr=0.1)
+    extra.grad = cr.ones(2, dtype=cr.float64)
+    opt.step()
+    np.testing.assert_array_equal(frozen.numpy(), [1.0, 1.0])
+    assert frozen.grad is None
     with pytest.raises(ValueError, match="Invalid learning rate: -1"):
         optim.Adam(net.parameters(), lr=-1)
 

@@ -28,6 +28,7 @@ from . import (  # noqa: E402
     _vmap_backend,  # noqa: E402,F401  (registers the backend of batched values)
     amp,
     autograd,
+    distributions,
     func,
     linalg,
     masked,
@@ -76,7 +77,7 @@ bool = bool_  # noqa: A001
 __version__ = "0.1.0"
 
 __all__ = [
-    "Tensor", "TABLE", "amp", "autograd", "func", "linalg", "masked", "nn", "optim", "ops",
-    "special", "testing", "utils", "viz",
+    "Tensor", "TABLE", "amp", "autograd", "distributions", "func", "linalg", "masked", "nn",
+    "optim", "ops", "special", "testing", "utils", "viz",
     "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "float32", "float64", "device",
 ]

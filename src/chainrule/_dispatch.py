@@ -48,32 +48,56 @@ def _scalar(x):
     return x.item() if isinstance(x, np.generic) else x
 
 
+def _category(d):
+    return _CATEGORY.get(d.dtype.kind, 9)
+
+
+def _result_dtype(arrays):
+    """PyTorch's result dtype of NumPy operands: over the dimensioned ones, the highest
+    category (bool < int < float < complex) wins, and within it NumPy's widening; 0-d
+    operands count only where their category is higher (``float32 tensor * tensor(2.0)``
+    stays float32; ``int64 + float32`` is float32, where NumPy would give float64)."""
+    dims = [d for d in arrays if d.ndim]
+    zeros = [d for d in arrays if not d.ndim]
+    out = None
+    for group in (dims, zeros):
+        if not group:
+            continue
+        top = max(_category(d) for d in group)
+        dtype = np.result_type(*[d.dtype for d in group if _category(d) == top])
+        if out is None or _CATEGORY.get(dtype.kind, 9) > _CATEGORY.get(out.kind, 9):
+            out = dtype
+    return out
+
+
 def promote_0d(da, db):
-    """PyTorch's rule for a 0-d operand beside a dimensioned one: the 0-d array takes the
-    other's dtype unless its category (bool < int < float < complex) is higher, so
-    ``float32 tensor * tensor(2.0)`` stays float32. Two 0-d or two dimensioned arrays
-    promote as NumPy does."""
-    if (da.ndim == 0) is (db.ndim == 0):
+    """Operands of two dtypes cast to PyTorch's result dtype (:func:`_result_dtype`) where
+    NumPy's would differ: an operand of a lower category, or a 0-d one, takes it; two
+    dimensioned operands of one category are left to NumPy (the wider wins either way)."""
+    want = _result_dtype((da, db))
+    if want is None or _CATEGORY.get(want.kind, 9) == 9:
         return da, db
-    small, big = (da, db) if da.ndim == 0 else (db, da)
-    if _CATEGORY.get(small.dtype.kind, 9) > _CATEGORY.get(big.dtype.kind, 9):
-        return da, db
-    small = small.astype(big.dtype)
-    return (small, db) if da.ndim == 0 else (da, small)
+    return _cast_to(da, want, db), _cast_to(db, want, da)
+
+
+def _cast_to(d, want, other):
+    if d.dtype == want or _category(d) in (0, 9):  # bools (where's condition) stay bool
+        return d
+    if d.ndim and other.ndim and _category(d) == _CATEGORY.get(want.kind, 9):
+        return d  # same category, both dimensioned: NumPy widens the same way
+    return d.astype(want)
 
 
 def promote_all_0d(datas):
-    """promote_0d over the operands of an op with more than two inputs (``where``)."""
+    """:func:`promote_0d` over the operands of an op with more than two inputs (``where``)."""
     arrays = [d for d in datas if d.__class__ is _ndarray]
     if len(arrays) < 2 or len({d.dtype for d in arrays}) == 1:
         return datas
-    dimensioned = [d for d in arrays if d.ndim]
-    if not dimensioned or len(dimensioned) == len(arrays):
+    want = _result_dtype(arrays)
+    if want is None or _CATEGORY.get(want.kind, 9) == 9:
         return datas
-    big = np.result_type(*dimensioned)
-    return [d.astype(big) if d.__class__ is _ndarray and d.ndim == 0
-            and _CATEGORY.get(d.dtype.kind, 9) <= _CATEGORY.get(big.kind, 9) else d
-            for d in datas]
+    return [d.astype(want) if d.__class__ is _ndarray and d.dtype != want
+            and _category(d) not in (0, 9) else d for d in datas]  # bools stay bool
 
 
 def apply(op, inputs, attrs=()):

@@ -16,7 +16,8 @@ from .._tensor import Tensor, wrap
 __all__ = [
     "Constraint", "real", "positive", "nonnegative", "unit_interval", "boolean",
     "nonnegative_integer", "integer_interval", "interval", "half_open_interval",
-    "greater_than", "simplex", "real_vector", "lower_cholesky", "positive_definite",
+    "greater_than", "greater_than_eq", "less_than", "simplex", "real_vector",
+    "lower_cholesky", "positive_definite",
     "independent", "one_hot",
 ]
 
@@ -56,7 +57,7 @@ class _GreaterThan(Constraint):
         self.lower_bound = lower_bound
 
     def _check(self, v):
-        return v > self.lower_bound
+        return v > _np(self.lower_bound)
 
     def __repr__(self):
         return f"GreaterThan(lower_bound={self.lower_bound})"
@@ -64,10 +65,21 @@ class _GreaterThan(Constraint):
 
 class _GreaterThanEq(_GreaterThan):
     def _check(self, v):
-        return v >= self.lower_bound
+        return v >= _np(self.lower_bound)
 
     def __repr__(self):
         return f"GreaterThanEq(lower_bound={self.lower_bound})"
+
+
+class _LessThan(Constraint):
+    def __init__(self, upper_bound):
+        self.upper_bound = upper_bound
+
+    def _check(self, v):
+        return v < _np(self.upper_bound)
+
+    def __repr__(self):
+        return f"LessThan(upper_bound={self.upper_bound})"
 
 
 class _Interval(Constraint):
@@ -185,6 +197,7 @@ lower_cholesky = _LowerCholesky()
 positive_definite = _PositiveDefinite()
 greater_than = _GreaterThan
 greater_than_eq = _GreaterThanEq
+less_than = _LessThan
 interval = _Interval
 integer_interval = _IntegerInterval
 independent = _Independent

@@ -78,7 +78,8 @@ def values_of(t):
     return np.asarray(t.detach().numpy())
 
 
-def _shape(sample_shape):
+def as_shape(sample_shape):
+    """A sample shape (an int or a sequence of ints) as a tuple."""
     if isinstance(sample_shape, int):
         return (sample_shape,)
     return tuple(int(s) for s in sample_shape)
@@ -155,7 +156,7 @@ class Distribution:
         return _ops.sqrt(self.variance)
 
     def _extended_shape(self, sample_shape=()):
-        return Size(_shape(sample_shape) + tuple(self._batch_shape) + tuple(self._event_shape))
+        return Size(as_shape(sample_shape) + tuple(self._batch_shape) + tuple(self._event_shape))
 
     def sample(self, sample_shape=()):
         """A draw of shape ``sample_shape + batch_shape + event_shape``, without gradient."""

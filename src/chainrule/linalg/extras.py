@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import collections
 import math
+import warnings
 
 import numpy as np
 
@@ -182,19 +183,70 @@ def solve_ex(A, B, *, left=True, check_errors=False):
     return SolveExResult(solve(A, B, left=left), _info(_t(A)))
 
 
+def _lapack_info(data, kind):
+    """LAPACK's ``info`` per matrix of a batch (int32, the batch's shape): for "inv", the
+    1-based index of the first exactly zero pivot of the LU factorisation (getrf); for
+    "cholesky", the order of the first leading minor that is not positive definite
+    (potrf); 0 where the factorisation succeeds."""
+    from scipy.linalg import lu_factor
+
+    mats = np.asarray(data, dtype=np.float64)
+    flat = mats.reshape((-1,) + mats.shape[-2:])
+    info = np.zeros(len(flat), dtype=np.int32)
+    for b, m in enumerate(flat):
+        if not np.all(np.isfinite(m)):
+            continue  # NaN in, NaN out (no info), as PyTorch's
+        if kind == "inv":
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # scipy's "singular matrix" warning
+                zero = np.flatnonzero(np.diag(lu_factor(m, check_finite=False)[0]) == 0)
+            info[b] = zero[0] + 1 if zero.size else 0
+        else:
+            for k in range(1, m.shape[-1] + 1):
+                try:
+                    np.linalg.cholesky(m[:k, :k])
+                except np.linalg.LinAlgError:
+                    info[b] = k
+                    break
+    return info.reshape(mats.shape[:-2])
+
+
+def _ex(fn, A, kind, check_errors, result):
+    """``fn(A)`` plus LAPACK's ``info``, as PyTorch's ``*_ex`` functions: where a matrix
+    fails (``info > 0``) its result is NaN rather than an error, unless
+    ``check_errors``."""
+    from ..ops import where
+
+    A = _t(A)
+    info = _lapack_info(A._data, kind) if A._data.__class__ is np.ndarray \
+        else np.zeros(tuple(A.shape[:-2]), dtype=np.int32)
+    if check_errors or not info.any():
+        return result(fn(A), wrap(info))
+    bad = wrap((info > 0)[..., None, None])
+    eye = wrap(np.broadcast_to(np.eye(A.shape[-1], dtype=A.dtype), tuple(A.shape)).copy())
+    out = fn(where(bad, eye, A))  # a factorable stand-in where A fails
+    return result(where(bad, math.nan, out), wrap(info))
+
+
 def inv_ex(A, *, check_errors=False):
-    """:func:`chainrule.linalg.inv` plus ``info`` (zeros, int32); a singular ``A`` raises."""
+    """:func:`chainrule.linalg.inv` plus ``info`` (int32, LAPACK's getrf: the index of the
+    first zero pivot of a singular matrix, 0 otherwise), as ``torch.linalg.inv_ex``: a
+    singular matrix gives NaN and ``info > 0`` rather than an error, unless
+    ``check_errors``."""
     from .inverse import inv
 
-    return InvExResult(inv(A), _info(_t(A)))
+    return _ex(inv, A, "inv", check_errors, InvExResult)
 
 
 def cholesky_ex(A, *, upper=False, check_errors=False):
-    """:func:`chainrule.linalg.cholesky` plus ``info`` (zeros, int32); a matrix that is not
-    positive definite raises."""
+    """:func:`chainrule.linalg.cholesky` plus ``info`` (int32, LAPACK's potrf: the order of
+    the first leading minor that is not positive definite, 0 otherwise), as
+    ``torch.linalg.cholesky_ex``: such a matrix gives NaN and ``info > 0`` rather than an
+    error, unless ``check_errors``."""
     from .decomp import cholesky
 
-    return CholeskyExResult(cholesky(A, upper=upper), _info(_t(A)))
+    return _ex(lambda M: cholesky(M, upper=upper), A, "cholesky", check_errors,
+               CholeskyExResult)
 
 
 def householder_product(A, tau):

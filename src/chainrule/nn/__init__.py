@@ -11,6 +11,7 @@ gradients of any order, ``chainrule.func`` transforms and ``gradcheck`` work thr
 """
 
 from . import conv as _conv
+from . import conv_more as _conv_more
 from . import functional, init, utils
 from ._functional_call import functional_call
 from ._module import (
@@ -25,6 +26,8 @@ from ._module import (
 )
 from .conv import *  # noqa: F401,F403
 from .conv import __all__ as _conv_all
+from .conv_more import *  # noqa: F401,F403
+from .conv_more import __all__ as _conv_more_all
 from .modules import *  # noqa: F401,F403
 from .modules import __all__ as _modules_all
 from .modules_more import *  # noqa: F401,F403
@@ -41,8 +44,11 @@ functional.__all__.append("multi_head_attention_forward")
 for _name in _conv.FUNCTIONAL:  # conv1d, max_pool2d, ...: conv.py builds on functional.py
     setattr(functional, _name, getattr(_conv, _name))
     functional.__all__.append(_name)
+for _name in _conv_more.FUNCTIONAL:  # conv_transpose2d, interpolate, ...: likewise
+    setattr(functional, _name, getattr(_conv_more, _name))
+    functional.__all__.append(_name)
 
 __all__ = ["functional", "init", "utils", "functional_call", "Parameter", "Buffer", "Module",
            "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict",
-           *_modules_all, *_modules_more_all, *_conv_all, *_rnn_all,
+           *_modules_all, *_modules_more_all, *_conv_all, *_conv_more_all, *_rnn_all,
            *_transformer_all]

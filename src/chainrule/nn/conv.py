@@ -26,7 +26,7 @@ from .._tensor import wrap
 from . import functional as F
 from ._module import Module
 from .functional import _size, _t
-from .modules import BatchNorm1d, reset_weight_and_bias, weight_and_bias
+from .modules import BatchNorm1d, _empty, reset_weight_and_bias, weight_and_bias
 
 __all__ = ["Conv1d", "Conv2d", "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d",
            "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
@@ -475,10 +475,11 @@ for _name in FUNCTIONAL:  # an error preparing the arguments names the function
 
 class _ConvNd(Module):
     _n = 2
+    _transposed = False
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
                  dilation=1, groups=1, bias=True, padding_mode="zeros", device=None,
-                 dtype=None):
+                 dtype=None, *, output_padding=None):
         super().__init__()
         n, name = self._n, type(self).__name__
         if groups <= 0:
@@ -491,9 +492,6 @@ class _ConvNd(Module):
         if padding_mode not in modes:
             raise ValueError(f"padding_mode must be one of {modes}, but got "
                              f"padding_mode='{padding_mode}'")
-        if padding_mode != "zeros":
-            raise NotImplementedError(f"{name}: padding_mode={padding_mode!r} is not "
-                                      "implemented in chainrule (only 'zeros')")
         self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
         self.kernel_size = _tup(kernel_size, n, "kernel_size", name)
         self.stride = _tup(stride, n, "stride", name)
@@ -507,15 +505,37 @@ class _ConvNd(Module):
             self.padding = padding
         else:
             self.padding = _tup(padding, n, "padding", name)
-        self.padding_mode, self.output_padding, self.transposed = padding_mode, (0,) * n, False
-        weight_and_bias(self, (out_channels, in_channels // groups, *self.kernel_size), bias,
-                        dtype)
+        if isinstance(self.padding, str):  # F.pad's (left, right) pairs, last dim first
+            total = [d * (k - 1) if self.padding == "same" else 0
+                     for d, k in zip(reversed(self.dilation), reversed(self.kernel_size))]
+            self._reversed_padding_repeated_twice = [v for t in total for v in (t // 2,
+                                                                               t - t // 2)]
+        else:
+            self._reversed_padding_repeated_twice = [v for p in reversed(self.padding)
+                                                     for v in (p, p)]
+        self.padding_mode, self.transposed = padding_mode, self._transposed
+        self.output_padding = (0,) * n if output_padding is None else output_padding
+        if self._transposed:  # (in, out / groups, *k), a bias per output channel
+            self.weight = _empty((in_channels, out_channels // groups, *self.kernel_size),
+                                 dtype)
+            if bias:
+                self.bias = _empty((out_channels,), dtype)
+            else:
+                self.register_parameter("bias", None)
+            self.reset_parameters()
+        else:
+            weight_and_bias(self, (out_channels, in_channels // groups, *self.kernel_size),
+                            bias, dtype)
 
     def reset_parameters(self):
         reset_weight_and_bias(self)
 
     def forward(self, input):
-        return _conv(input, self.weight, self.bias, self.stride, self.padding, self.dilation,
+        padding = self.padding
+        if self.padding_mode != "zeros":  # as PyTorch: pad first, then a convolution without
+            input = F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode)
+            padding = 0
+        return _conv(input, self.weight, self.bias, self.stride, padding, self.dilation,
                      self.groups, self._n, type(self).__name__)
 
     def extra_repr(self):
@@ -525,10 +545,14 @@ class _ConvNd(Module):
             s += f", padding={self.padding}"
         if self.dilation != (1,) * self._n:
             s += f", dilation={self.dilation}"
+        if self.output_padding != (0,) * self._n:
+            s += f", output_padding={self.output_padding}"
         if self.groups != 1:
             s += f", groups={self.groups}"
         if self.bias is None:
             s += ", bias=False"
+        if self.padding_mode != "zeros":
+            s += f", padding_mode={self.padding_mode}"
         return s
 
 
@@ -541,9 +565,14 @@ class Conv1d(_ConvNd):
     ``fan_in = in_channels / groups * k``, as PyTorch; ``dtype=None``: the default float
     dtype.
 
+    ``padding_mode``: ``'zeros'`` (the convolution's own padding) or ``'reflect'``,
+    ``'replicate'``, ``'circular'``: the input is first padded by
+    :func:`~chainrule.nn.functional.pad` in that mode (``padding`` on both sides, or
+    ``'same'``'s split), then convolved without padding, as PyTorch.
+
     Raises ValueError for ``groups`` not dividing both channel counts, an unknown padding
-    string or ``padding_mode``, ``'same'`` with a stride other than 1; NotImplementedError
-    for ``padding_mode`` other than ``'zeros'``.
+    string or ``padding_mode``, ``'same'`` with a stride other than 1; RuntimeError (from
+    ``pad``) for reflect/circular padding as large as the input.
     """
     _n = 1
 
@@ -557,9 +586,14 @@ class Conv2d(_ConvNd):
     U(-1/sqrt(fan_in), 1/sqrt(fan_in)), ``fan_in = in_channels / groups * kH * kW``, as
     PyTorch; ``dtype=None``: the default float dtype.
 
+    ``padding_mode``: ``'zeros'`` (the convolution's own padding) or ``'reflect'``,
+    ``'replicate'``, ``'circular'``: the input is first padded by
+    :func:`~chainrule.nn.functional.pad` in that mode (``padding`` on both sides, or
+    ``'same'``'s split), then convolved without padding, as PyTorch.
+
     Raises ValueError for ``groups`` not dividing both channel counts, an unknown padding
-    string or ``padding_mode``, ``'same'`` with a stride other than 1; NotImplementedError
-    for ``padding_mode`` other than ``'zeros'``.
+    string or ``padding_mode``, ``'same'`` with a stride other than 1; RuntimeError (from
+    ``pad``) for reflect/circular padding as large as the input.
     """
     _n = 2
 

@@ -261,6 +261,31 @@ class GroupNorm(Module):
         return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
 
 
+def norm_state(module, num_features, eps, momentum, affine, track_running_stats, dtype,
+               bias=True):
+    """What the batch and instance norms keep: the options, the affine ``weight`` (ones)
+    and ``bias`` (zeros) when ``affine``, and the running statistics (``running_mean``
+    zeros, ``running_var`` ones, ``num_batches_tracked``) when ``track_running_stats``."""
+    module.num_features, module.eps, module.momentum = num_features, eps, momentum
+    module.affine, module.track_running_stats = affine, track_running_stats
+    dt = _dtype(dtype)
+    if affine:
+        module.weight = Parameter(np.ones(num_features, dtype=dt))
+    else:
+        module.register_parameter("weight", None)
+    if affine and bias:
+        module.bias = Parameter(np.zeros(num_features, dtype=dt))
+    else:
+        module.register_parameter("bias", None)
+    track = track_running_stats
+    module.register_buffer("running_mean", wrap(np.zeros(num_features, dtype=dt)) if track
+                           else None)
+    module.register_buffer("running_var", wrap(np.ones(num_features, dtype=dt)) if track
+                           else None)
+    module.register_buffer("num_batches_tracked", wrap(np.array(0, dtype=np.int64)) if track
+                           else None)
+
+
 class BatchNorm1d(Module):
     """Batch normalisation of (N, C) or (N, C, L) inputs.
 
@@ -275,23 +300,7 @@ class BatchNorm1d(Module):
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
                  track_running_stats=True, device=None, dtype=None):
         super().__init__()
-        self.num_features, self.eps, self.momentum = num_features, eps, momentum
-        self.affine, self.track_running_stats = affine, track_running_stats
-        dt = _dtype(dtype)
-        if affine:
-            self.weight = Parameter(np.ones(num_features, dtype=dt))
-            self.bias = Parameter(np.zeros(num_features, dtype=dt))
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
-        if track_running_stats:
-            self.register_buffer("running_mean", wrap(np.zeros(num_features, dtype=dt)))
-            self.register_buffer("running_var", wrap(np.ones(num_features, dtype=dt)))
-            self.register_buffer("num_batches_tracked", wrap(np.array(0, dtype=np.int64)))
-        else:
-            self.register_buffer("running_mean", None)
-            self.register_buffer("running_var", None)
-            self.register_buffer("num_batches_tracked", None)
+        norm_state(self, num_features, eps, momentum, affine, track_running_stats, dtype)
 
     def reset_running_stats(self):
         if self.track_running_stats:

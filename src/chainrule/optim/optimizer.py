@@ -98,8 +98,8 @@ class Optimizer:
         """Add a group ``{"params": ..., option: value}``; options it lacks take the
         optimizer's defaults.
 
-        Raises ValueError for a parameter already in another group, a non-leaf or a tensor
-        that does not require grad, or a missing required option."""
+        Raises ValueError for a parameter already in another group, a non-leaf tensor, or a
+        missing required option."""
         if not isinstance(param_group, dict):
             raise TypeError(f"param_group must be a dict, but got {type(param_group).__name__}")
         group = dict(param_group)
@@ -109,10 +109,10 @@ class Optimizer:
             if not isinstance(p, Tensor):
                 raise TypeError(f"{type(self).__name__} can only optimize Tensors, but one of "
                                 f"the params is {type(p).__name__}")
-            if not p.requires_grad or not p.is_leaf:
-                raise ValueError(f"{type(self).__name__}: optimizer parameter {i} must be a "
-                                 "leaf Tensor with requires_grad=True (can't optimize a "
-                                 "non-leaf Tensor)")
+            if not p.is_leaf:  # a frozen parameter (requires_grad=False) is kept and
+                #                 skipped by step() while its .grad is None, as PyTorch
+                raise ValueError(f"{type(self).__name__}: can't optimize a non-leaf Tensor "
+                                 f"(parameter {i} has grad_fn={p.grad_fn.name()})")
         for k, v in self.defaults.items():
             if v is required and k not in group:
                 raise ValueError(f"parameter group didn't specify a value of required "
