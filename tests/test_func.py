@@ -681,3 +681,17 @@ def test_function_jvp_gets_zeros_for_an_input_without_tangent():
     np.testing.assert_allclose(tangent.numpy(), X0 * np.array([1.0, 2.0, 3.0]), rtol=1e-15)
     h = F.hessian(lambda a, b: _MulFn.apply(a.sin(), b.cos()).sum(), argnums=1)(x, y)
     np.testing.assert_allclose(h.numpy().diagonal(), -np.sin(X0) * np.cos(C0), rtol=1e-14)
+
+
+@pytest.mark.parametrize("inner", ["jacfwd", "hessian"])
+def test_grad_of_jacfwd_and_hessian_of_a_closure(inner):
+    # d/dx of sum_i x_i cos(x_i c) (jacfwd of sin(x c) in c) and of -sum x^2 sin(x c)
+    # (the Hessian in c), at c = 1.5; was zeros: jacfwd's forward pass dropped the graph
+    x, c = cr.tensor(X0), cr.tensor(1.5)
+    if inner == "jacfwd":
+        got = F.grad(lambda x: F.jacfwd(lambda k: cr.sin(x * k))(c).sum())(x)
+        expect = np.cos(X0 * 1.5) - X0 * 1.5 * np.sin(X0 * 1.5)
+    else:
+        got = F.grad(lambda x: F.hessian(lambda k: cr.sin(x * k).sum())(c))(x)
+        expect = -2 * X0 * np.sin(X0 * 1.5) - X0 ** 2 * 1.5 * np.cos(X0 * 1.5)
+    np.testing.assert_allclose(got.numpy(), expect, rtol=1e-13)

@@ -54,15 +54,15 @@ def check(t, name):
     if root is None:
         if t._requires_grad and t._grad_fn is None:
             raise RuntimeError(
-                f"{LEAF} (in {name}) Wrap the update in `with chainrule.no_grad():` (as "
+                f"{name}: {LEAF} Wrap the update in `with chainrule.no_grad():` (as "
                 "optimizers do) or use an out-of-place op.")
         return
     if root._requires_grad and root._grad_fn is None:
         raise RuntimeError(
-            f"{VIEW_OF_LEAF} (in {name}) Update a clone() of the leaf instead, or do it under "
+            f"{name}: {VIEW_OF_LEAF} Update a clone() of the leaf instead, or do it under "
             "chainrule.no_grad().")
     if ex.get("no_grad_view"):
-        raise RuntimeError(f"{NO_GRAD_VIEW} (in {name})")
+        raise RuntimeError(f"{name}: {NO_GRAD_VIEW}")
 
 
 def recording(t, *others):

@@ -498,6 +498,10 @@ def jacfwd(func, argnums=0, *, has_aux=False, randomness="error"):
 
         outs, out_tans = jvp_columns(flat_func, inputs, tans)
         outs = [_as_tensor(o) for o in outs]
+        if _outer_graph(outs, inputs):
+            # func closed over a tensor that an outer grad (or plain autograd)
+            # differentiates: the columns must carry that graph, so again by reverse mode
+            return jacrev(func, argnums, has_aux=has_aux)(*args, **kwargs)
         out_spec, aux = seen["spec"], seen.get("aux")
         blocks = []
         for o, ot in zip(outs, out_tans):

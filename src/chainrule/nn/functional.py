@@ -1508,6 +1508,8 @@ def _in_place_form(name):
     fn = globals()[name]
 
     def in_place(input, *args, **kwargs):
+        if not isinstance(input, Tensor):
+            raise TypeError(f"{name}_: input must be a Tensor, got {type(input).__name__}")
         return fn(input, *args, **kwargs, inplace=True)
 
     in_place.__name__ = in_place.__qualname__ = name + "_"
@@ -1519,3 +1521,19 @@ for _name in ("relu", "hardtanh", "leaky_relu", "elu", "selu", "celu", "threshol
     globals()[_name + "_"] = _in_place_form(_name)  # torch.nn.functional's relu_, elu_, ...
     __all__.append(_name + "_")
 del _name
+
+
+def _top_dropout_(fn, name):
+    """``torch.<name>_(input, p, train)``: ``fn(input, p, train, inplace=True)``."""
+    def in_place(input, p, train):
+        return fn(input, p, train, inplace=True)
+
+    in_place.__name__ = in_place.__qualname__ = name + "_"
+    in_place.__doc__ = f"``torch.{name}_(input, p, train)``: {name} of ``input`` in place."
+    return in_place
+
+
+# PyTorch's top-level in-place dropouts (chainrule.dropout_ ...), exported by chainrule
+_top_dropout = _top_dropout_(dropout, "dropout")
+_top_alpha_dropout = _top_dropout_(alpha_dropout, "alpha_dropout")
+_top_feature_alpha_dropout = _top_dropout_(feature_alpha_dropout, "feature_alpha_dropout")

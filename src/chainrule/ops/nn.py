@@ -216,7 +216,7 @@ def _bce_forward(xp, x, t):
     # -(t log x + (1 - t) log(1 - x)), each log clamped at -100 (PyTorch's), so p = 0 with
     # t = 1 costs 100, not inf
     log_x = xp.maximum(xp.log(x), -100.0)
-    log_1mx = xp.maximum(xp.log(1.0 - x), -100.0)
+    log_1mx = xp.maximum(xp.log1p(-x), -100.0)  # log1p: exact for tiny x in float32
     return -(t * log_x + (1.0 - t) * log_1mx)
 
 
