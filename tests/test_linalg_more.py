@@ -341,3 +341,5 @@ def test_inv_ex_and_cholesky_ex_report_failures_in_info():
                                rtol=1e-14)
     ok = cr.linalg.cholesky_ex(S[1:])
     assert ok.info.numpy().tolist() == [0]
+    empty = cr.linalg.inv_ex(cr.zeros(2, 0, 0))  # a batch of 0 x 0 matrices
+    assert empty.inverse.shape == (2, 0, 0) and empty.info.numpy().tolist() == [0, 0]

@@ -191,7 +191,7 @@ def _lapack_info(data, kind):
     from scipy.linalg import lu_factor
 
     mats = np.asarray(data, dtype=np.float64)
-    flat = mats.reshape((-1,) + mats.shape[-2:])
+    flat = mats.reshape((math.prod(mats.shape[:-2]),) + mats.shape[-2:])  # (0 x 0 works)
     info = np.zeros(len(flat), dtype=np.int32)
     for b, m in enumerate(flat):
         if not np.all(np.isfinite(m)):
