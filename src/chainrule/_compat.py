@@ -19,6 +19,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from . import _creation
+from ._creation import _promote_types, _result_type
 from ._dispatch import name_errors
 from ._state import STATE, _GradMode
 from ._tensor import PRINT_OPTS, Size, Tensor
@@ -111,22 +112,12 @@ def iinfo(type):
     return np.iinfo(numpy_dtype(type))
 
 
-_CATEGORY = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
-
-
 @name_errors
 def promote_types(type1, type2):
     """The dtype PyTorch computes ``type1 op type2`` in: the higher category (bool < int <
     float) wins with its own dtype (float32 with int64 is float32, where NumPy says
     float64); within a category, the larger."""
-    a, b = np.dtype(numpy_dtype(type1)), np.dtype(numpy_dtype(type2))
-    for d in (a, b):
-        if d.kind not in _CATEGORY:
-            raise TypeError(f"promote_types: {d} is not a numeric or bool dtype")
-    ca, cb = _CATEGORY[a.kind], _CATEGORY[b.kind]
-    if ca != cb:
-        return a if ca > cb else b
-    return np.promote_types(a, b)
+    return _promote_types(type1, type2)
 
 
 @name_errors
@@ -134,24 +125,7 @@ def result_type(tensor1, tensor2):
     """The dtype of an arithmetic result of the two, by PyTorch's rules: dimensioned
     tensors decide, then 0-d tensors, then Python numbers, a later group only when it is
     of a higher category (a Python float then gives the default float dtype)."""
-    groups = {0: [], 1: [], 2: []}  # dimensioned tensors, 0-d tensors, Python numbers
-    for x in (tensor1, tensor2):
-        if isinstance(x, Tensor):
-            groups[0 if x.ndim else 1].append(np.dtype(numpy_dtype(x.dtype)))
-        else:
-            kind = np.asarray(x).dtype.kind
-            groups[2].append(np.dtype(_creation.get_default_dtype()) if kind == "f" else
-                             np.dtype(np.int64) if kind in "iu" else np.dtype(np.bool_))
-    result = None
-    for g in (0, 1, 2):
-        if not groups[g]:
-            continue
-        best = groups[g][0]
-        for d in groups[g][1:]:
-            best = promote_types(best, d)
-        if result is None or _CATEGORY[best.kind] > _CATEGORY[result.kind]:
-            result = best if result is None or g < 2 else promote_types(result, best)
-    return result
+    return _result_type(tensor1, tensor2)
 
 
 @name_errors

@@ -15,6 +15,7 @@ import numpy as np
 
 from .._dispatch import ShapeError
 from .._tensor import Tensor, wrap
+from ..ops import where
 
 __all__ = ["ldl_factor", "ldl_factor_ex", "ldl_solve", "matmul", "vecdot", "diagonal",
            "vander", "matrix_rank", "solve_ex", "inv_ex", "cholesky_ex", "householder_product",
@@ -215,8 +216,6 @@ def _ex(fn, A, kind, check_errors, result):
     """``fn(A)`` plus LAPACK's ``info``, as PyTorch's ``*_ex`` functions: where a matrix
     fails (``info > 0``) its result is NaN rather than an error, unless
     ``check_errors``."""
-    from ..ops import where
-
     A = _t(A)
     info = _lapack_info(A._data, kind) if A._data.__class__ is np.ndarray \
         else np.zeros(tuple(A.shape[:-2]), dtype=np.int32)

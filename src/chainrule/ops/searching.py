@@ -16,7 +16,7 @@ import operator
 
 import numpy as np
 
-from .._creation import get_default_dtype
+from .._creation import _result_type, get_default_dtype
 from .._dispatch import edge, name_errors
 from .._node import DelayedError
 from .._tensor import Tensor, _fill, wrap
@@ -263,13 +263,11 @@ def _bitwise_dtype(a, b, kernel, bool_ok):
     promotion (:func:`chainrule.result_type`: a Python int keeps an int32 tensor int32).
 
     Raises NotImplementedError (PyTorch's text) for a float result, or bool for a shift."""
-    from .._compat import result_type
-
     if a.__class__ is Tensor and b.__class__ is Tensor and a._data.dtype == b._data.dtype \
             and a.ndim and b.ndim:
         dtype = np.dtype(numpy_dtype(a._data.dtype))
     else:
-        dtype = np.dtype(result_type(a, b))
+        dtype = np.dtype(_result_type(a, b))
     if dtype.kind not in ("iu" + ("b" if bool_ok else "")):
         raise NotImplementedError(f'"{kernel}" not implemented for \'{_torch_name(dtype)}\'')
     return dtype

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._creation import _promote_types
 from .._dispatch import ShapeError, apply
 from .._table import defop, documented
 from .._tensor import Tensor
@@ -255,12 +256,11 @@ def _common_dtype(tensors):
     first = dtypes[0]
     if all(d == first for d in dtypes):
         return tensors
-    from .._compat import promote_types
     from .elementwise import to_dtype
 
     target = first
     for d in dtypes[1:]:
-        target = promote_types(target, d)
+        target = _promote_types(target, d)
     target = np.dtype(target)
     return [x if d == target else to_dtype(x, target) if isinstance(x, Tensor) else
             np.asarray(x).astype(target) for x, d in zip(tensors, dtypes)]
