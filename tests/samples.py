@@ -235,3 +235,9 @@ SAMPLES += [
       [_BCE_RNG.uniform(0.15, 0.85, (2, 3)), _BCE_RNG.uniform(0.0, 1.0, (2, 3))],
       "target_requiring_grad"),
 ]
+
+_RECIPROCAL_RNG = np.random.default_rng(78)
+SAMPLES += [
+    S("reciprocal", lambda a: a.reciprocal(),
+      [_RECIPROCAL_RNG.uniform(0.4, 1.6, (3, 4)) * _RECIPROCAL_RNG.choice([-1.0, 1.0], (3, 4))]),
+]

@@ -1224,3 +1224,15 @@ def test_backward_through_an_empty_diagonal_and_median_of_nothing():
     assert np.isnan(m.item()) and m.requires_grad
     m.backward()
     assert e.grad.shape == (0,)
+
+
+def test_reciprocal_saves_its_result_so_changing_its_input_is_harmless():
+    # d/dx 1/x = -1/x^2 = -y^2 from the saved result (PyTorch's reciprocal); t is changed
+    # in place afterwards and the backward still uses the values at the time of the call
+    x = cr.tensor([1.0, 2.0], requires_grad=True)
+    t = x * 1
+    y = t.reciprocal()
+    t.mul_(10)
+    y.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [-1.0, -0.25])
+    assert cr.tensor([2, 4]).reciprocal().dtype == cr.get_default_dtype()

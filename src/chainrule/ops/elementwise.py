@@ -293,6 +293,13 @@ SQRT = elementwise("sqrt", "sqrt", lambda F, out: 0.5 / out, math="1 / (2 sqrt(x
                    singular=Singular("x = 0", "infinite", lambda out: out == 0,
                                      "where(m, sqrt(where(m, x, 1.0)), 0.0); for a norm, "
                                      "sqrt(sum(x ** 2) + eps)"))
+RECIPROCAL = elementwise("reciprocal", xp_kernel(lambda xp, x: 1.0 / x),
+                         lambda F, out: -(out * out), math="-1 / x^2 = -y^2",
+                         source=CALCULUS + "; saves the result, as PyTorch's reciprocal, so "
+                         "changing x in place afterwards is harmless",
+                         singular=Singular("x = 0", "infinite",
+                                           lambda out: ~(abs(out) < float("inf")),
+                                           "where(m, 1 / where(m, x, 1.0), 0.0)"))
 SIN = elementwise("sin", "sin", lambda F, self: F.cos(self), math="cos(x)", source=CALCULUS)
 COS = elementwise("cos", "cos", lambda F, self: -F.sin(self), math="-sin(x)", source=CALCULUS)
 TAN = elementwise("tan", "tan", lambda F, out: 1 + out * out, math="1 + tan(x)^2",
@@ -480,9 +487,10 @@ def square(input):
     return mul(input, input)
 
 
+@documented(RECIPROCAL)
 def reciprocal(input):
-    """``1 / input``."""
-    return div(1.0, input)
+    """``1 / input`` (an integer input gives the default float dtype)."""
+    return apply(RECIPROCAL, (input,))
 
 
 # --- comparisons and predicates (no gradient) ----------------------------------------
