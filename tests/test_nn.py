@@ -609,3 +609,25 @@ def test_prelu_and_rmsnorm_modules():
     np.testing.assert_allclose(np.asarray(r(cr.tensor(x)).detach()),
                                tr(torch.tensor(x)).detach().numpy())
     assert [n for n, _ in p.named_parameters()] == [n for n, _ in tp.named_parameters()]
+
+
+@pytest.mark.parametrize("make, text", [
+    (lambda nn: nn.BatchNorm1d(4), "BatchNorm1d(4, eps=1e-05, momentum=0.1, affine=True, "
+                                   "bias=True, track_running_stats=True)"),
+    (lambda nn: nn.BatchNorm1d(4, bias=False), "BatchNorm1d(4, eps=1e-05, momentum=0.1, "
+                                               "affine=True, bias=False, "
+                                               "track_running_stats=True)"),
+    (lambda nn: nn.GroupNorm(2, 4, bias=False), "GroupNorm(2, 4, eps=1e-05, affine=True, "
+                                                "bias=False)"),
+    (lambda nn: nn.LayerNorm(4), "LayerNorm((4,), eps=1e-05, elementwise_affine=True, "
+                                 "bias=True)"),
+])
+def test_norm_layers_take_bias_and_print_it_as_pytorch(make, text):
+    m = make(nn)
+    assert repr(m) == text
+    assert (m.bias is None) == ("bias=False" in text)
+    try:
+        import torch
+    except ImportError:
+        return
+    assert repr(make(torch.nn)) == text

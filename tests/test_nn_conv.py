@@ -311,8 +311,8 @@ def test_pool_modules_and_batchnorm2d():
     y = bn(x)
     np.testing.assert_allclose(y.detach().numpy().mean(axis=(0, 2, 3)), 0, atol=1e-12)
     np.testing.assert_allclose(bn.running_mean.numpy(), 0.1 * x.numpy().mean(axis=(0, 2, 3)))
-    assert repr(bn) == \
-        "BatchNorm2d(3, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True)"
+    assert repr(bn) == ("BatchNorm2d(3, eps=1e-05, momentum=0.1, affine=True, bias=True, "
+                        "track_running_stats=True)")
 
 
 # --- functional errors ---------------------------------------------------------------------

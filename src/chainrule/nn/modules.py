@@ -207,7 +207,7 @@ class _TrailingNorm(Module):
 
     def extra_repr(self):
         return (f"{self.normalized_shape}, eps={self.eps}, "
-                f"elementwise_affine={self.elementwise_affine}")
+                f"elementwise_affine={self.elementwise_affine}, bias={self.bias is not None}")
 
 
 class LayerNorm(_TrailingNorm):
@@ -241,7 +241,7 @@ class GroupNorm(Module):
     Raises ValueError when ``num_channels`` is not divisible by ``num_groups``."""
 
     def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None,
-                 dtype=None):
+                 dtype=None, *, bias=True):
         super().__init__()
         if num_channels % num_groups:
             raise ValueError("num_channels must be divisible by num_groups")
@@ -249,16 +249,19 @@ class GroupNorm(Module):
         self.eps, self.affine = eps, affine
         if affine:
             self.weight = Parameter(np.ones(num_channels, dtype=_dtype(dtype)))
-            self.bias = Parameter(np.zeros(num_channels, dtype=_dtype(dtype)))
         else:
             self.register_parameter("weight", None)
+        if affine and bias:
+            self.bias = Parameter(np.zeros(num_channels, dtype=_dtype(dtype)))
+        else:
             self.register_parameter("bias", None)
 
     def forward(self, input):
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
 
     def extra_repr(self):
-        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
+        return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
+                f"bias={self.bias is not None}")
 
 
 def norm_state(module, num_features, eps, momentum, affine, track_running_stats, dtype,
@@ -298,9 +301,10 @@ class BatchNorm1d(Module):
     """
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
-                 track_running_stats=True, device=None, dtype=None):
+                 track_running_stats=True, device=None, dtype=None, *, bias=True):
         super().__init__()
-        norm_state(self, num_features, eps, momentum, affine, track_running_stats, dtype)
+        norm_state(self, num_features, eps, momentum, affine, track_running_stats, dtype,
+                   bias)
 
     def reset_running_stats(self):
         if self.track_running_stats:
@@ -312,7 +316,8 @@ class BatchNorm1d(Module):
         self.reset_running_stats()
         if self.affine:
             init.ones_(self.weight)
-            init.zeros_(self.bias)
+            if self.bias is not None:
+                init.zeros_(self.bias)
 
     def _check_input_dim(self, input):
         if input.ndim not in (2, 3):
@@ -335,7 +340,8 @@ class BatchNorm1d(Module):
 
     def extra_repr(self):
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
-                f"affine={self.affine}, track_running_stats={self.track_running_stats}")
+                f"affine={self.affine}, bias={self.bias is not None}, "
+                f"track_running_stats={self.track_running_stats}")
 
 
 class Embedding(Module):
