@@ -34,7 +34,7 @@ from . import conv as _cv
 from ._module import Module
 from .conv import _batched, _pad, _tup, _unbatch, _windows
 from .functional import _size, _t
-from .modules import norm_state
+from .modules import _NormBase
 
 __all__ = ["ConvTranspose1d", "ConvTranspose2d", "Upsample", "UpsamplingNearest2d",
            "UpsamplingBilinear2d", "InstanceNorm1d", "InstanceNorm2d", "Unfold", "Fold"]
@@ -681,28 +681,14 @@ class UpsamplingBilinear2d(Upsample):
         super().__init__(size, scale_factor, mode="bilinear", align_corners=True)
 
 
-class _InstanceNorm(Module):
+class _InstanceNorm(_NormBase):
     _no_batch_dim = 2
     _dims = (2, 3)
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False,
                  track_running_stats=False, device=None, dtype=None, *, bias=True):
-        super().__init__()
-        norm_state(self, num_features, eps, momentum, affine, track_running_stats, dtype,
-                   bias)
-
-    def reset_running_stats(self):
-        if self.track_running_stats:
-            self.running_mean._data[...] = 0
-            self.running_var._data[...] = 1
-            self.num_batches_tracked._data[...] = 0
-
-    def reset_parameters(self):
-        self.reset_running_stats()
-        if self.weight is not None:
-            self.weight._data[...] = 1
-        if self.bias is not None:
-            self.bias._data[...] = 0
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, dtype,
+                         bias)
 
     def forward(self, input):
         name = type(self).__name__

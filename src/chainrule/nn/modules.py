@@ -264,32 +264,49 @@ class GroupNorm(Module):
                 f"bias={self.bias is not None}")
 
 
-def norm_state(module, num_features, eps, momentum, affine, track_running_stats, dtype,
-               bias=True):
-    """What the batch and instance norms keep: the options, the affine ``weight`` (ones)
-    and ``bias`` (zeros) when ``affine``, and the running statistics (``running_mean``
-    zeros, ``running_var`` ones, ``num_batches_tracked``) when ``track_running_stats``."""
-    module.num_features, module.eps, module.momentum = num_features, eps, momentum
-    module.affine, module.track_running_stats = affine, track_running_stats
-    dt = _dtype(dtype)
-    if affine:
-        module.weight = Parameter(np.ones(num_features, dtype=dt))
-    else:
-        module.register_parameter("weight", None)
-    if affine and bias:
-        module.bias = Parameter(np.zeros(num_features, dtype=dt))
-    else:
-        module.register_parameter("bias", None)
-    track = track_running_stats
-    module.register_buffer("running_mean", wrap(np.zeros(num_features, dtype=dt)) if track
-                           else None)
-    module.register_buffer("running_var", wrap(np.ones(num_features, dtype=dt)) if track
-                           else None)
-    module.register_buffer("num_batches_tracked", wrap(np.array(0, dtype=np.int64)) if track
-                           else None)
+class _NormBase(Module):
+    """What the batch and instance norms share: the options, the affine ``weight`` (ones)
+    and ``bias`` (zeros; none with ``bias=False``) when ``affine``, the running statistics
+    (``running_mean`` zeros, ``running_var`` ones, ``num_batches_tracked``) when
+    ``track_running_stats``, and resetting them."""
+
+    def __init__(self, num_features, eps, momentum, affine, track_running_stats, dtype,
+                 bias=True):
+        super().__init__()
+        self.num_features, self.eps, self.momentum = num_features, eps, momentum
+        self.affine, self.track_running_stats = affine, track_running_stats
+        dt = _dtype(dtype)
+        if affine:
+            self.weight = Parameter(np.ones(num_features, dtype=dt))
+        else:
+            self.register_parameter("weight", None)
+        if affine and bias:
+            self.bias = Parameter(np.zeros(num_features, dtype=dt))
+        else:
+            self.register_parameter("bias", None)
+        track = track_running_stats
+        self.register_buffer("running_mean", wrap(np.zeros(num_features, dtype=dt)) if track
+                             else None)
+        self.register_buffer("running_var", wrap(np.ones(num_features, dtype=dt)) if track
+                             else None)
+        self.register_buffer("num_batches_tracked", wrap(np.array(0, dtype=np.int64))
+                             if track else None)
+
+    def reset_running_stats(self):
+        if self.track_running_stats:
+            self.running_mean._data[...] = 0
+            self.running_var._data[...] = 1
+            self.num_batches_tracked._data[...] = 0
+
+    def reset_parameters(self):
+        self.reset_running_stats()
+        if self.weight is not None:
+            init.ones_(self.weight)
+        if self.bias is not None:
+            init.zeros_(self.bias)
 
 
-class BatchNorm1d(Module):
+class BatchNorm1d(_NormBase):
     """Batch normalisation of (N, C) or (N, C, L) inputs.
 
     Training mode normalises with the batch statistics and updates the buffers
@@ -302,22 +319,8 @@ class BatchNorm1d(Module):
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
                  track_running_stats=True, device=None, dtype=None, *, bias=True):
-        super().__init__()
-        norm_state(self, num_features, eps, momentum, affine, track_running_stats, dtype,
-                   bias)
-
-    def reset_running_stats(self):
-        if self.track_running_stats:
-            self.running_mean._data[...] = 0
-            self.running_var._data[...] = 1
-            self.num_batches_tracked._data[...] = 0
-
-    def reset_parameters(self):
-        self.reset_running_stats()
-        if self.affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, dtype,
+                         bias)
 
     def _check_input_dim(self, input):
         if input.ndim not in (2, 3):
