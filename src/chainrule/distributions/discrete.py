@@ -41,7 +41,28 @@ def _as_tensor(x):
     return as_float(x, np.dtype(_creation.get_default_dtype()))
 
 
-class Bernoulli(Distribution):
+class _ProbsOrLogits:
+    """``probs`` from ``logits`` or the other way round (whichever was not given, computed
+    once), and ``param_shape``, the given one's shape; ``_binary`` for a Bernoulli-type
+    parameter (one probability per entry) rather than a categorical one (a simplex along the
+    last dim)."""
+
+    _binary = False
+
+    @cached_property
+    def logits(self):
+        return probs_to_logits(self.probs, is_binary=self._binary)
+
+    @cached_property
+    def probs(self):
+        return logits_to_probs(self.logits, is_binary=self._binary)
+
+    @property
+    def param_shape(self):
+        return self._param.shape
+
+
+class Bernoulli(_ProbsOrLogits, Distribution):
     """Bernoulli distribution on ``{0, 1}`` given ``probs`` or ``logits`` (exactly one), as
     ``torch.distributions.Bernoulli``; the other parameterisation is computed on first use
     (``logits = log p - log1p(-p)`` of ``p`` clamped to ``[eps, 1 - eps]``, ``probs =
@@ -54,6 +75,7 @@ class Bernoulli(Distribution):
     probabilities outside ``[0, 1]``, NaN logits, or values other than 0 and 1.
     """
 
+    _binary = True
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.boolean
     has_enumerate_support = True
@@ -68,18 +90,6 @@ class Bernoulli(Distribution):
             param = self.logits
         self._param = param
         super().__init__(param.shape, validate_args=validate_args)
-
-    @cached_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @cached_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
-
-    @property
-    def param_shape(self):
-        return self._param.shape
 
     @property
     def mean(self):
@@ -114,7 +124,7 @@ class Bernoulli(Distribution):
         return values.expand((2,) + batch) if expand else values
 
 
-class Categorical(Distribution):
+class Categorical(_ProbsOrLogits, Distribution):
     """Categorical distribution over ``{0, ..., K - 1}`` given ``probs`` (non-negative,
     normalised along the last dim) or ``logits`` (normalised by ``logsumexp``), exactly one,
     of shape ``batch_shape + (K,)``; event shape ``()``, as ``torch.distributions.
@@ -148,18 +158,6 @@ class Categorical(Distribution):
         self._param = param
         self._num_events = param.shape[-1]
         super().__init__(tuple(param.shape)[:-1], validate_args=validate_args)
-
-    @cached_property
-    def logits(self):
-        return probs_to_logits(self.probs)
-
-    @cached_property
-    def probs(self):
-        return logits_to_probs(self.logits)
-
-    @property
-    def param_shape(self):
-        return self._param.shape
 
     @property
     def support(self):
@@ -319,7 +317,7 @@ class Poisson(Distribution):
         return _ops.xlogy(value, self.rate) - self.rate - _ops.lgamma(value + 1)
 
 
-class Binomial(Distribution):
+class Binomial(_ProbsOrLogits, Distribution):
     """Binomial distribution: successes in ``total_count`` trials of probability ``probs``
     (or ``logits``; exactly one), as ``torch.distributions.Binomial``.
 
@@ -335,6 +333,7 @@ class Binomial(Distribution):
     ``entropy`` for an inhomogeneous ``total_count``.
     """
 
+    _binary = True
     arg_constraints = {"total_count": constraints.nonnegative_integer,
                        "probs": constraints.unit_interval, "logits": constraints.real}
     has_enumerate_support = True
@@ -349,18 +348,6 @@ class Binomial(Distribution):
             param = self.logits
         self._param = param
         super().__init__(param.shape, validate_args=validate_args)
-
-    @cached_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @cached_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
-
-    @property
-    def param_shape(self):
-        return self._param.shape
 
     @property
     def support(self):
