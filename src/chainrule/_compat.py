@@ -23,6 +23,7 @@ from ._creation import _promote_types, _result_type
 from ._dispatch import name_errors
 from ._state import STATE, _GradMode
 from ._tensor import PRINT_OPTS, Size, Tensor
+from .backend import device as _device
 from .backend import numpy_dtype
 
 __all__ = ["is_tensor", "is_floating_point", "is_nonzero", "inference_mode",
@@ -254,8 +255,6 @@ def set_default_device(device):
     CuPy tensor.
 
     Raises RuntimeError for any other device."""
-    from .backend import device as _device
-
     if device is None or _device(device).type == "cpu":
         return
     raise RuntimeError(f"set_default_device: only 'cpu' can be the default device in "
@@ -265,8 +264,6 @@ def set_default_device(device):
 
 def get_default_device():
     """The device constructors make tensors on: the CPU."""
-    from .backend import device as _device
-
     return _device("cpu")
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._dispatch import name_errors
-from ._tensor import Tensor, wrap
+from ._tensor import Tensor, _fill, wrap
 from .backend import backend_of, numpy_dtype
 from .backend import device as _device
 
@@ -517,8 +517,6 @@ def tensor_init(self, *args, dtype=None, requires_grad=False, device=None):
     the default float dtype (or ``dtype``); ``Tensor(t)`` shares ``t``'s storage (and
     dtype); ``Tensor()`` is empty. chainrule also takes a number (a 0-d tensor),
     ``dtype=`` and ``requires_grad=``."""
-    from ._tensor import _fill
-
     if _check_device(device, "Tensor") is not None:
         raise RuntimeError(f"Tensor: make a tensor on {device} with chainrule.tensor(..., "
                            "device=...)")

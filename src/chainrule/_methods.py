@@ -12,6 +12,7 @@ from ._tensor import Tensor, wrap
 from .backend import backend_of, dtype_kind, host_to, numpy_dtype
 from .backend import device as _device
 from .ops.elementwise import ADD, DIV, MUL, POW, SUB
+from .ops.searching import _torch_name
 
 _SAME_NAME = [
     "add", "sub", "mul", "div", "true_divide", "pow", "neg", "abs", "sign", "exp", "log",
@@ -261,7 +262,6 @@ def _bitwise_inplace(fn, name):
     def method(self, other):
         out = fn(self, other)
         if out.dtype != self.dtype and dtype_kind(self.dtype) == "b":
-            from .ops.searching import _torch_name
             raise RuntimeError(f"{name}: result type {_torch_name(out.dtype)} can't be cast "
                                f"to the desired output type {_torch_name(self.dtype)}")
         return _fill_with(name)(self, out)
