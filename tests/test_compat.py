@@ -239,3 +239,28 @@ def test_shape_is_a_size():
     if torch is not None:
         assert tuple(torch.ones(2, 3, 4).shape) == x.shape
         assert torch.ones(2, 3, 4).shape.numel() == x.shape.numel()
+
+
+def test_ieee_results_come_without_numpy_warnings_and_users_warnings_stay():
+    # log(0) = -inf, sqrt(-1) = nan, exp overflow = inf, 0 / 0 = nan and their derivatives
+    # are IEEE's values, which PyTorch computes silently; a user's own NumPy call still warns.
+    # A fresh interpreter with every warning shown (pytest resets filters around tests).
+    import subprocess
+    import sys
+
+    code = (
+        "import numpy as np, chainrule as cr\n"
+        "x = cr.tensor([0.0, -1.0, 1e308], requires_grad=True)\n"
+        "(cr.log(x).sum() + cr.sqrt(x).sum() + (x * 10).exp().sum()).backward()\n"
+        "q = cr.tensor([1.0, 0.0]) / cr.tensor([0.0, 0.0])\n"
+        "print((x.grad.tolist(), q.tolist()))\n"
+        "np.log(np.zeros(1))\n")
+    r = subprocess.run([sys.executable, "-W", "default", "-c", code], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    grad, q = eval(r.stdout.strip().replace("nan", "float('nan')").replace("inf", "float('inf')"))
+    # d/dx = 1/x + 1/(2 sqrt x) + 10 exp(10 x): inf at 0, nan at -1, overflow at 1e308
+    assert grad[0] == np.inf and np.isnan(grad[1]) and grad[2] == np.inf
+    assert q[0] == np.inf and np.isnan(q[1])
+    lines = [ln for ln in r.stderr.splitlines() if "Warning" in ln]
+    assert len(lines) == 1 and "<string>:6" in lines[0] and "divide by zero" in lines[0]

@@ -5,6 +5,8 @@
 >>> (X @ X).sum().backward()      # X.grad = G X^T + X^T G with G = ones
 """
 
+import warnings as _warnings
+
 import numpy as _np
 
 from . import ops
@@ -20,6 +22,14 @@ from .ops import index_put, take_along_dim  # noqa: F401
 from .ops.indexing import getitem  # noqa: F401
 from .ops.searching import reduce_all as all  # noqa: F401,A004  (torch.all)
 from .ops.searching import reduce_any as any  # noqa: F401,A004  (torch.any)
+
+# NumPy's floating-point warnings from the library's own kernels and rules (log(0), 0 / 0,
+# overflow): the results are IEEE's (inf, nan), the same values PyTorch computes silently.
+# Only warnings raised inside chainrule's modules; a user's own filter set after the import
+# (warnings.simplefilter("error")) still comes first.
+_warnings.filterwarnings(
+    "ignore", message=r"(divide by zero|invalid value|overflow|underflow) encountered",
+    category=RuntimeWarning, module=r"chainrule(\.|$)")
 
 _install()
 del nn  # noqa: F821,F405  (ops.nn, from the star import: chainrule.nn is the nn package)
