@@ -264,3 +264,31 @@ def test_ieee_results_come_without_numpy_warnings_and_users_warnings_stay():
     assert q[0] == np.inf and np.isnan(q[1])
     lines = [ln for ln in r.stderr.splitlines() if "Warning" in ln]
     assert len(lines) == 1 and "<string>:6" in lines[0] and "divide by zero" in lines[0]
+
+
+def test_memory_formats_autocast_and_matmul_precision_are_accepted():
+    # the lines PyTorch's own optimizers and AMP scripts are written with
+    p = cr.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], requires_grad=True)
+    z = cr.zeros_like(p, memory_format=cr.preserve_format)
+    assert z.shape == (2, 3) and not z.requires_grad and z.sum().item() == 0
+    c = p.t().clone(memory_format=cr.contiguous_format)
+    assert c.is_contiguous() and not p.t().clone().is_contiguous()  # preserve keeps layout
+    c.sum().backward()  # the copy keeps the history: d sum / dp = 1
+    assert np.array_equal(p.grad.numpy(), np.ones((2, 3)))
+    assert p.contiguous(memory_format=cr.contiguous_format) is p
+    assert cr.full_like(p, 2.0, memory_format=cr.preserve_format).sum().item() == 12
+    with pytest.raises(TypeError, match="zeros_like: memory_format must be"):
+        cr.zeros_like(p, memory_format="channels_last")
+    with cr.autocast("cpu", dtype=cr.float32):  # dtypes are left as they are
+        assert (p @ p.t()).dtype == cr.float64
+    scaler = cr.cuda.amp.GradScaler(enabled=False)
+    assert scaler.scale(p.sum()) is not None and not scaler.is_enabled()
+    cr.set_float32_matmul_precision("high")
+    assert cr.get_float32_matmul_precision() == "high"
+    cr.set_float32_matmul_precision("highest")
+    with pytest.raises(ValueError, match="set_float32_matmul_precision"):
+        cr.set_float32_matmul_precision("fast")
+    if torch is not None:
+        tp = torch.tensor(p.detach().numpy(), requires_grad=True)
+        assert not tp.t().clone().is_contiguous()
+        assert tp.t().clone(memory_format=torch.contiguous_format).is_contiguous()

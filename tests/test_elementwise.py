@@ -530,3 +530,25 @@ def test_trunc_division_of_integers_stays_integer_and_exact():
     big = cr.tensor([2 ** 62 + 1])  # exact where a float quotient would round
     assert cr.div(big, 1, rounding_mode="trunc").item() == 2 ** 62 + 1
     assert cr.div(cr.tensor([-7.0]), 2, rounding_mode="trunc").dtype == np.float64
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int32", "int16", "int8", "uint8", "bool"])
+def test_float_functions_of_integer_tensors_give_the_default_float_dtype(dtype):
+    # NumPy computes exp of an int8 in float16 (exp(3) = 20.08 as 20.09); PyTorch gives the
+    # default float dtype, and so does chainrule (float64 unless set_default_dtype changed it)
+    x = cr.tensor([0, 1, 3] if dtype != "bool" else [False, True, True], dtype=getattr(cr, dtype))
+    ref = np.array([0.0, 1.0, 3.0 if dtype != "bool" else 1.0])
+    for f, g in ((cr.exp, np.exp), (cr.sqrt, np.sqrt), (cr.tanh, np.tanh), (cr.log1p, np.log1p)):
+        y = f(x)
+        assert y.dtype == cr.float64
+        np.testing.assert_allclose(y.numpy(), g(ref), rtol=1e-15)
+    assert cr.abs(x).dtype == x.dtype  # abs keeps integers
+    saved = cr.get_default_dtype()
+    cr.set_default_dtype(cr.float32)
+    try:
+        assert cr.exp(x).dtype == cr.float32
+    finally:
+        cr.set_default_dtype(saved)
+    if torch is not None:
+        t = torch.tensor(x.numpy())
+        assert str(torch.exp(t).dtype) == "torch.float32"  # torch's default is float32

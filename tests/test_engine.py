@@ -1236,3 +1236,95 @@ def test_reciprocal_saves_its_result_so_changing_its_input_is_harmless():
     y.sum().backward()
     np.testing.assert_array_equal(x.grad.numpy(), [-1.0, -0.25])
     assert cr.tensor([2, 4]).reciprocal().dtype == cr.get_default_dtype()
+
+
+# --- outputs of ops with several outputs, changed in place after use ---------------------
+
+_MULTI = {
+    "max(dim)": (lambda x: x.max(1), 1),
+    "min(dim)": (lambda x: x.min(1), 1),
+    "sort": (lambda x: x.sort(1), 1),
+    "topk": (lambda x: x.topk(2, 1), 1),
+    "kthvalue": (lambda x: x.kthvalue(2, 1), 1),
+    "median(dim)": (lambda x: x.median(1), 1),
+    "cummax": (lambda x: x.cummax(1), 1),
+    "linalg.qr": (lambda x: cr.linalg.qr(x[:, :2]), 0),
+    "linalg.svd": (lambda x: cr.linalg.svd(x, full_matrices=False), 1),
+    "linalg.eigh": (lambda x: cr.linalg.eigh(x[:, :2] @ x[:, :2].mT), 1),
+}
+
+
+@pytest.mark.parametrize("name", list(_MULTI))
+def test_changing_an_output_a_rule_reads_in_place_raises(name):
+    # the indices of max(dim) & co. (and a decomposition's factors) are read by the
+    # backward: changing them in place would send the gradient to the wrong entries
+    make, j = _MULTI[name]
+    x = cr.tensor([[0.3, 0.9, 0.1], [0.5, 0.2, 0.8], [0.7, 0.4, 0.6]], requires_grad=True)
+    outs = make(x)
+    first = outs[0]
+    outs[j].add_(0)  # a version bump, values unchanged
+    with pytest.raises(RuntimeError, match=rf"modified by an inplace operation.*'out\[{j}\]'"):
+        first.sum().backward()
+    assert x.grad is None
+
+
+def test_values_of_max_dim_may_change_in_place():
+    # only the indices are saved: d/dx of sum(2 max_j x_ij) is 2 at each row's argmax
+    x = cr.tensor([[0.3, 0.9, 0.1], [0.5, 0.2, 0.8]], requires_grad=True)
+    v, i = x.max(1)
+    v.mul_(2)
+    v.sum().backward()
+    assert np.array_equal(x.grad.numpy(), [[0, 2, 0], [0, 0, 2]])
+
+
+def test_a_leafs_hook_sees_its_own_dtype():
+    # a float32 leaf used with a float64 tensor: its hook (like .grad) gets float32; a
+    # float64 leaf written into a float32 tensor gets float64 (PyTorch casts before hooks)
+    x = cr.ones(2, dtype=cr.float32, requires_grad=True)
+    seen = []
+    x.register_hook(lambda g: seen.append(g.dtype))
+    (x * cr.tensor([3.0, 4.0], dtype=cr.float64)).sum().backward()
+    assert seen == [cr.float32] and x.grad.dtype == cr.float32
+    assert np.array_equal(x.grad.numpy(), [3, 4])
+    v = cr.ones(1, dtype=cr.float64, requires_grad=True)
+    v.register_hook(lambda g: seen.append(g.dtype))
+    z = cr.zeros(3, dtype=cr.float32)
+    z[:1] = v
+    (z * 2).sum().backward()
+    assert seen[-1] == cr.float64 and v.grad.dtype == cr.float64 and v.grad.item() == 2.0
+
+
+def test_backward_inputs_runs_only_the_nodes_that_reach_them():
+    # a branch that does not lead to `inputs` neither runs its hooks nor checks its saved
+    # values (one was changed in place), as in autograd.grad
+    a = cr.ones(2, requires_grad=True)
+    b = cr.tensor([1.0, 2.0], requires_grad=True)
+    s = a.sin()
+    t = s * s
+    s.mul_(2)  # t's saved s is stale: backward through t would raise
+    fired = []
+    t.register_hook(lambda g: fired.append("t"))
+    (t.sum() + (b * 3).sum()).backward(inputs=[b])
+    assert np.array_equal(b.grad.numpy(), [3, 3]) and a.grad is None and fired == []
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        (t.sum() + (b * 3).sum()).backward()
+
+
+def test_a_leaf_detached_in_place_after_use_gets_no_grad():
+    x = cr.ones(2, requires_grad=True)
+    y = (x * 2).sum()
+    x.detach_()
+    y.backward()
+    assert x.grad is None and not x.requires_grad
+
+
+def test_retained_grad_keeps_its_history_with_create_graph():
+    # y = x^2, z = sum(y^2): dz/dy = 2y = 2x^2; d/dx sum(dz/dy) = 4x
+    x = cr.tensor([1.0, 2.0], requires_grad=True)
+    y = x ** 2
+    y.retain_grad()
+    (y ** 2).sum().backward(create_graph=True)
+    assert np.array_equal(y.grad.detach().numpy(), [2, 8]) and y.grad.grad_fn is not None
+    x.grad = None
+    y.grad.sum().backward()
+    assert np.array_equal(x.grad.numpy(), [4, 8])

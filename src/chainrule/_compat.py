@@ -19,6 +19,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from . import _creation
+from . import amp as _amp
 from ._creation import _promote_types, _result_type
 from ._dispatch import name_errors
 from ._state import STATE, _GradMode
@@ -32,7 +33,8 @@ __all__ = ["is_tensor", "is_floating_point", "is_nonzero", "inference_mode",
            "set_rng_state", "save", "load", "use_deterministic_algorithms",
            "are_deterministic_algorithms_enabled", "compile", "cuda", "backends", "jit",
            "set_num_threads", "get_num_threads", "set_num_interop_threads",
-           "get_num_interop_threads", "set_default_device", "get_default_device"]
+           "get_num_interop_threads", "set_default_device", "get_default_device", "autocast",
+           "set_float32_matmul_precision", "get_float32_matmul_precision"]
 
 _INFERENCE = threading.local()
 
@@ -290,10 +292,30 @@ def _cuda_count():
     return cupy.cuda.runtime.getDeviceCount()
 
 
+autocast = _amp.autocast  # torch.autocast: dtypes are left as they are (chainrule.amp)
+
+_MATMUL_PRECISION = ["highest"]
+
+
+def set_float32_matmul_precision(precision):
+    """Accepted as PyTorch's (``"highest"``, ``"high"``, ``"medium"``); NumPy's float32
+    matmul has one precision, so results do not change. ValueError for another value."""
+    if precision not in ("highest", "high", "medium"):
+        raise ValueError(f"set_float32_matmul_precision: expected 'highest', 'high' or "
+                         f"'medium', got {precision!r}")
+    _MATMUL_PRECISION[0] = precision
+
+
+def get_float32_matmul_precision():
+    """The value last given to :func:`set_float32_matmul_precision` (``"highest"``)."""
+    return _MATMUL_PRECISION[0]
+
+
 cuda = SimpleNamespace(
     is_available=_cuda_available, device_count=_cuda_count,
     manual_seed=lambda seed: None, manual_seed_all=lambda seed: None,
     synchronize=lambda device=None: None, empty_cache=lambda: None,
+    amp=SimpleNamespace(autocast=_amp.autocast, GradScaler=_amp.GradScaler),
 )
 cuda.__doc__ = ("``torch.cuda``'s queries: a CUDA device is available when CuPy is installed "
                 "and sees one (``device='cuda'`` tensors then live on CuPy).")

@@ -12,7 +12,18 @@ from __future__ import annotations
 import numpy as np
 
 from ._dispatch import name_errors
-from ._tensor import Tensor, _fill, wrap
+from ._tensor import DEFAULT_FLOAT as _DEFAULT_FLOAT
+from ._tensor import (
+    Tensor,
+    _fill,
+    channels_last,
+    channels_last_3d,
+    check_memory_format,
+    contiguous_format,
+    memory_format,
+    preserve_format,
+    wrap,
+)
 from .backend import backend_of, numpy_dtype
 from .backend import device as _device
 
@@ -22,10 +33,8 @@ __all__ = ["tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty"
            "manual_seed", "default_generator", "Generator", "initial_seed", "seed",
            "set_default_dtype", "get_default_dtype", "from_dlpack", "compute", "logspace",
            "asarray", "FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor",
-           "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor"]
-
-_DEFAULT_FLOAT = [np.dtype(np.float64)]
-
+           "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor", "memory_format",
+           "preserve_format", "contiguous_format", "channels_last", "channels_last_3d"]
 
 def set_default_dtype(d):
     """Set the float dtype that constructors give Python floats (float64, NumPy's, unless
@@ -332,8 +341,10 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
 
 
 def _like(fn):
-    def like(input, dtype=None, device=None, requires_grad=False):
+    def like(input, dtype=None, device=None, requires_grad=False, *, layout=None,
+             memory_format=preserve_format):
         _check_device(device, fn.__name__)
+        check_memory_format(memory_format, fn.__name__)
         data = input._data if isinstance(input, Tensor) else input
         if _foreign(data):  # on the input's backend (lazily for Dask)
             return _make(getattr(backend_of(data).xp, fn.__name__)(data, dtype=dtype),
@@ -351,8 +362,11 @@ empty_like = name_errors(_like(np.empty_like))
 
 
 @name_errors
-def full_like(input, fill_value, dtype=None, requires_grad=False):
+def full_like(input, fill_value, dtype=None, requires_grad=False, *, device=None, layout=None,
+              memory_format=preserve_format):
     """A tensor of ``input``'s shape (and dtype) filled with ``fill_value``."""
+    _check_device(device, "full_like")
+    check_memory_format(memory_format, "full_like")
     data = input._data if isinstance(input, Tensor) else input
     if _foreign(data):
         return _make(backend_of(data).xp.full_like(data, fill_value, dtype=dtype),
@@ -443,15 +457,19 @@ def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False)
 
 
 @name_errors
-def rand_like(input, dtype=None, device=None, requires_grad=False, generator=None):
+def rand_like(input, dtype=None, device=None, requires_grad=False, generator=None, *,
+              memory_format=preserve_format):
     """Uniform samples of ``input``'s shape and dtype."""
+    check_memory_format(memory_format, "rand_like")
     return rand(*input.shape, dtype=dtype or input.dtype, device=device,
                 requires_grad=requires_grad, generator=generator)
 
 
 @name_errors
-def randn_like(input, dtype=None, device=None, requires_grad=False, generator=None):
+def randn_like(input, dtype=None, device=None, requires_grad=False, generator=None, *,
+              memory_format=preserve_format):
     """Standard normal samples of ``input``'s shape and dtype."""
+    check_memory_format(memory_format, "randn_like")
     return randn(*input.shape, dtype=dtype or input.dtype, device=device,
                  requires_grad=requires_grad, generator=generator)
 

@@ -17,13 +17,14 @@ import numpy as np
 
 from . import _state, _table
 from ._node import MultiOpNode, OpNode, SliceNode, accumulator
-from ._tensor import Tensor, _fill
+from ._tensor import DEFAULT_FLOAT, Tensor, _fill
 from .backend import NUMPY, ChunkedShape, backend_of
 
 _STATE = _state.STATE
 _new = object.__new__
 _NO_EDGE = (None, 0)
 _ndarray = np.ndarray
+_F64, _F32 = np.dtype(np.float64), np.dtype(np.float32)
 _generic = np.generic
 _asarray = np.asarray
 _FORWARD_ERRORS = (ValueError, IndexError, TypeError)
@@ -189,11 +190,17 @@ def make_call(op):
     promote = op.promote
 
     if op.arity == 1:
+        floating = op.floating
+
         def call(x, *attrs):
             if isinstance(x, Tensor):
                 d = x._data
                 if d.__class__ is not _ndarray:
                     return _foreign(op, (x,), attrs)
+                if floating:
+                    dt = d.dtype
+                    if dt is not _F64 and dt is not _F32 and dt.kind in "biu":
+                        d = d.astype(DEFAULT_FLOAT[0])  # exp(int) is a float, as PyTorch's
                 try:
                     out = forward(d, *attrs)
                 except _FORWARD_ERRORS as e:
@@ -480,12 +487,12 @@ def _record(op, inputs, datas, attrs, out, mask):
         node.checks = None
     elif op.variadic:  # the saved list of inputs: every tensor in it is checked
         node.checks = _variadic_checks(checks, inputs, result) or None
-    elif len(checks) == 1:
+    elif len(checks) == 1 and op.nout == 1:
         k, i = checks[0]
         src = result if i < 0 else inputs[i]
         node.checks = ((k, src._vc, src._vc[0]),) if isinstance(src, Tensor) else None
     else:
-        node.checks = _checks(checks, inputs, result)
+        node.checks = _checks(checks, inputs, result) or None
     return result
 
 
@@ -505,10 +512,18 @@ def _variadic_checks(slots, inputs, result):
 
 
 def _checks(slots, inputs, result):
-    """(saved index, version counter, version now) for each saved tensor input or output."""
+    """(saved index, version counter, version now) for each saved tensor input or output;
+    an output of an op with several outputs adds its position in the saved tuple."""
     checks = []
     for k, i in slots:
-        src = result if i < 0 else inputs[i]
+        if i >= 0:
+            src = inputs[i]
+        elif result.__class__ is tuple:
+            src = result[-1 - i]
+            checks.append((k, src._vc, src._vc[0], -1 - i))
+            continue
+        else:
+            src = result
         if isinstance(src, Tensor):
             checks.append((k, src._vc, src._vc[0]))
     return checks

@@ -187,9 +187,12 @@ def _walk(roots, seeds, retain_graph, accumulate, capture, only, F, kind, owned=
     for (node, nr), seed in zip(roots, seeds):
         _add(buffers, node, nr, seed)
     captured = [None] * (max(capture.values()) + 1 if capture else 0)
-    # Only the nodes on a path to a captured one run (none to prune when every sink is one)
-    needed = _needed(root_nodes, capture_nodes) if capture and not accumulate \
-        and not _sinks_targeted(deps, root_nodes, capture_nodes) else None
+    # Only the nodes on a path to a captured one (or to a leaf of backward(inputs=)) run:
+    # others' hooks do not fire nor their saved values get checked (none to prune when
+    # every sink is a target)
+    targets = capture_nodes if capture and not accumulate else only
+    needed = _needed(root_nodes, targets) if targets \
+        and not _sinks_targeted(deps, root_nodes, targets) else None
     ready = [n for n in root_nodes if deps.get(n, 0) == 0]
     pop = buffers.pop
     # Leaves whose buffered cotangent is a fresh array made by this walk (a rule's result
@@ -248,7 +251,8 @@ def _walk(roots, seeds, retain_graph, accumulate, capture, only, F, kind, owned=
                 node.saved = None
             is_op = True
         elif type(node) is AccumulateGrad:
-            if accumulate and g is not None and (only is None or node in only):
+            if accumulate and g is not None and (only is None or node in only) \
+                    and node.variable._requires_grad:  # not a leaf detach_()ed since
                 if graph:
                     # a new tensor (with g's history): .grad never aliases a seed, a hook's
                     # result or another leaf's gradient

@@ -24,7 +24,7 @@ import numpy as np
 from . import _dual, _state
 from ._dispatch import apply, refresh_view
 from ._state import STATE
-from ._tensor import Tensor, wrap
+from ._tensor import Tensor, is_float_dtype, wrap
 from .backend import backend_of, numpy_dtype, on_device_of
 from .ops.indexing import INDEX_PUT
 from .ops.shape import RESHAPE
@@ -71,8 +71,10 @@ def recording(t, *others):
     if STATE.dual_level and (_dual.tangent_of(t) is not None
                                  or any(_dual.tangent_of(o) is not None for o in others)):
         return True
+    # a tensor that cannot require grad (int, bool) takes the values only, as PyTorch's
     return STATE.enabled and (t._requires_grad or any(
-        isinstance(o, Tensor) and o._requires_grad for o in others))
+        isinstance(o, Tensor) and o._requires_grad for o in others)
+        and is_float_dtype(t._data.dtype))
 
 
 def update(t, compute, name, *others):
@@ -131,21 +133,29 @@ def _history_copy(t):
     return old
 
 
-def view_positions(root, path):
+# Updates that write one value everywhere: through a view whose entries share memory
+# (expand) every copy of an entry gets the same value, so PyTorch allows them when they
+# are not recorded
+_FILLS = frozenset({"zero_", "fill_"})
+
+
+def view_positions(root, path, name=None):
     """Flat positions in ``root`` of the entries of the view made by ``path`` (an int
-    array of the view's shape); RuntimeError when two entries share one position."""
+    array of the view's shape); RuntimeError when two entries share one position (unless
+    the unrecorded update ``name`` is a fill)."""
     positions = np.arange(root._data.size).reshape(root._data.shape)
     for op, attrs in path:
         positions = op.forward(positions, *attrs)
     positions = np.asarray(positions)
-    if positions.size > 1 and np.unique(positions).size != positions.size:
+    if positions.size > 1 and name not in _FILLS \
+            and np.unique(positions).size != positions.size:
         raise RuntimeError(OVERLAP)
     return positions
 
 
 def _update_view(t, compute, name, ex):
     root, path = ex["view_of"], ex["path"]
-    positions = view_positions(root, path)
+    positions = view_positions(root, path)  # recorded: a fill raises too, as PyTorch's
     old_root = _history_copy(root)
     old_view = old_root
     for op, attrs in path:
@@ -212,7 +222,7 @@ def _write(t, result, name):
     if root is None or not root._data.flags.writeable:
         raise RuntimeError(f"{name}: the tensor's memory is read-only (it was made from a "
                            "read-only array); update a clone() instead")
-    positions = view_positions(root, ex["path"])
+    positions = view_positions(root, ex["path"], name)
     root._data[np.unravel_index(positions, root._data.shape)] = np.broadcast_to(
         data, positions.shape)
 

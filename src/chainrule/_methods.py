@@ -11,7 +11,7 @@ from ._node import _Handle
 from ._tensor import Tensor, wrap
 from .backend import backend_of, dtype_kind, host_to, numpy_dtype
 from .backend import device as _device
-from .ops.elementwise import ADD, DIV, MUL, POW, SUB
+from .ops.elementwise import ADD, DIV, MUL, POW, SUB, _copy_layout
 from .ops.searching import _torch_name
 
 _SAME_NAME = [
@@ -82,6 +82,24 @@ def _to(self, *args, dtype=None, device=None, copy=False, **kwargs):
     if dtype is not None and numpy_dtype(dtype) != numpy_dtype(t.dtype):
         t = ops.to_dtype(t, dtype)
     return t.clone() if copy and t is self else t
+
+
+def _fast_cast(np_dtype):
+    """``long()``, ``int()``, ``bool()``: the tensor itself when it has that dtype already
+    (as PyTorch's ``to``: writing into the result writes into it), else a new tensor with
+    no history (an int or bool tensor cannot require grad), contiguous where the input
+    is not dense (expanded, strided), as PyTorch's."""
+    np_dtype = np.dtype(np_dtype)
+
+    def cast(self):
+        d = self._data
+        if d.dtype == np_dtype:
+            return self
+        if d.__class__ is not np.ndarray:
+            return _to(self, np_dtype)
+        return wrap(_copy_layout(d.astype(np_dtype), d))
+
+    return cast
 
 
 def _move(t, dev):
@@ -194,6 +212,9 @@ def _fill_with(name):
                                        f"{e}") from None
                 self._vc[0] += 1
                 return self
+            if isinstance(self._data, np.ndarray):  # a read-only view (diagonal): cast as
+                # np.copyto does above (1.5 into an int tensor is 1), written through its base
+                value = wrap(np.asarray(_data(value)).astype(self._data.dtype, copy=False))
             return _inplace.write_in_place(self, value, name)
         return _inplace.update(
             self, lambda old: ops.index_put(old, (Ellipsis,), value), name, value)
@@ -467,9 +488,9 @@ def install():
     T.cuda = _cuda
     T.float = lambda self: _to(self, np.float32)
     T.double = lambda self: _to(self, np.float64)
-    T.long = lambda self: wrap(np.asarray(self._data).astype(np.int64))
-    T.int = lambda self: wrap(np.asarray(self._data).astype(np.int32))
-    T.bool = lambda self: wrap(np.asarray(self._data).astype(np.bool_))
+    T.long = _fast_cast(np.int64)
+    T.int = _fast_cast(np.int32)
+    T.bool = _fast_cast(np.bool_)
     T.half = lambda self: _to(self, np.float16)
     T.byte = lambda self: _to(self, np.uint8)
     T.char = lambda self: _to(self, np.int8)

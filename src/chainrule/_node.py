@@ -412,7 +412,7 @@ def accumulator(t):
     if acc is None:
         acc = AccumulateGrad(t)
         if t._extra is not None and t._extra.get("hooks"):
-            acc.pre_hooks = {0: t._extra["hooks"]}
+            acc.pre_hooks = {0: t._extra["hooks"], ("dtype", 0): t.dtype}
         t._acc = weakref.ref(acc)
     return acc
 
@@ -433,7 +433,11 @@ class _TensorGraphMethods:
 
         def keep(grad):
             t = ref()
-            if t is not None:
+            if t is None:
+                return None
+            if grad._requires_grad:  # backward(create_graph=True): .grad keeps its history
+                t._grad = grad.clone() if t._grad is None else t._grad + grad
+            else:
                 t._grad = (wrap(np.array(grad._data)) if t._grad is None
                            else wrap(t._grad._data + grad._data))
             return None
@@ -468,7 +472,8 @@ class _TensorGraphMethods:
                 self._extra_set("hooks", [])
             hooks = self._extra["hooks"]
             hooks.append(hook)
-            accumulator(self).pre_hooks = {0: hooks}
+            # the hooks see a gradient of this tensor's dtype, as PyTorch's
+            accumulator(self).pre_hooks = {0: hooks, ("dtype", 0): self.dtype}
             return _Handle(hooks, hook)
         handle = self._grad_fn._add_pre_hook(self._output_nr, hook)
         # the gradient a hook sees (and .grad of retain_grad) has this tensor's dtype, as

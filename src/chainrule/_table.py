@@ -152,12 +152,48 @@ class Plan:
             exprs = ", ".join(_pool_expr(op, k) for k in slots)
             self.keep = _compile(f"lambda d, o, a, s: ({exprs},)", {})
         n = 1 if op.variadic else len(op.inputs)
-        # a variadic op's inputs are one saved list: its input index stays 0 ("every input")
-        self.checks = tuple((k, s if s < n else -1) for k, s in enumerate(slots) if s <= n)
+        # a variadic op's inputs are one saved list: its input index stays 0 ("every input");
+        # the outputs of an op with several are checked one by one (-1 - j: output j), those
+        # its rules read: max(dim)'s values may change in place, its indices may not
+        checks = []
+        for k, s in enumerate(slots):
+            if s < n:
+                checks.append((k, s))
+            elif s == n:
+                read = range(1) if op.nout == 1 else _outputs_read(
+                    [r[0] for r in per_input if r is not None and "out" in r[1]], op.nout)
+                checks += [(k, -1 - j) for j in read]
+        self.checks = tuple(checks)
         # whether the saved values include arrays (inputs or out), which a backward without
         # retain_graph frees; attrs and shapes alone are kept, so a second backward through
         # such a node works (as PyTorch's, which frees only saved tensors)
         self.frees = bool(self.checks)
+
+
+_SUBSCRIPTS = {"BINARY_SUBSCR"}
+
+
+def _outputs_read(rules, nout):
+    """The outputs (indices) that VJP ``rules`` read from their parameter ``out``, the
+    tuple of an op's outputs: those of each ``out[k]`` with a constant ``k`` in their
+    bytecode; every output when ``out`` is used any other way (unpacked, passed on whole,
+    captured by a nested function), so that no output a rule reads goes unchecked."""
+    read = set()
+    for fn in rules:
+        code = getattr(fn, "__code__", None)
+        if code is None or "out" in code.co_cellvars:
+            return range(nout)
+        ins = list(dis.get_instructions(code))
+        for i, x in enumerate(ins):
+            if x.opname in _LOADS and x.argval == "out":
+                if i + 2 < len(ins) and ins[i + 1].opname == "LOAD_CONST" \
+                        and isinstance(ins[i + 1].argval, int) \
+                        and (ins[i + 2].opname in _SUBSCRIPTS
+                             or ins[i + 2].opname == "BINARY_OP" and ins[i + 2].argrepr == "[]"):
+                    read.add(ins[i + 1].argval % nout)
+                else:
+                    return range(nout)
+    return sorted(read)
 
 
 class Op:
@@ -166,7 +202,7 @@ class Op:
     __slots__ = (
         "name", "node_name", "forward", "inputs", "attrs", "vjp_rules", "jvp_rules",
         "math", "source", "nout", "out_diff", "view", "variadic", "pool", "plans", "doc",
-        "arity", "call", "kernel", "promote", "singular", "pointwise",
+        "arity", "call", "kernel", "promote", "singular", "pointwise", "floating",
     )
 
     def plan(self, mask):
@@ -218,7 +254,7 @@ def namespace_uses(fn, _seen=None, _globals=None):
 def defop(
     name, forward, inputs, vjp, *, attrs=(), jvp=None, math, source,
     nout=1, out_diff=None, view=False, variadic=False, node_name=None, doc=None,
-    promote=True, singular=None, pointwise=False,
+    promote=True, singular=None, pointwise=False, floating=False,
 ):
     """Declare a primitive: its forward kernel, VJP (and JVP) rules, formula and source.
 
@@ -260,6 +296,10 @@ def defop(
         True (arithmetic) when a 0-d operand beside a dimensioned one takes its dtype, as
         PyTorch's type promotion; False for an op with an index input (``cross_entropy``'s
         class target), which must keep its integer dtype.
+    floating : bool
+        True for a one-input float function (exp, log, sin, ...): an integer or bool input
+        is computed in the default float dtype, as PyTorch's (NumPy gives float16 for
+        int8, uint8 and bool).
     pointwise : bool
         True for a one-input op whose kernel maps each entry on its own (attrs are
         scalars): it then runs on any array shape, so ``vmap`` runs its NumPy kernel on
@@ -288,6 +328,7 @@ def defop(
     if pointwise and (variadic or len(op.inputs) != 1 or nout != 1):
         raise ValueError(f"defop({name!r}): pointwise is for one-input, one-output ops")
     op.pointwise = pointwise
+    op.floating = floating
     op.math = dict(math)
     op.source = source
     op.doc = doc
@@ -353,7 +394,8 @@ class Singular:
         return f"<derivative {self.kind} where {self.where}>"
 
 
-def elementwise(name, forward, deriv, *, math, source, node_name=None, singular=None):
+def elementwise(name, forward, deriv, *, math, source, node_name=None, singular=None,
+                floating=True):
     """Declare a unary elementwise op from its derivative ``deriv(F, *needs) = f'(x)``.
 
     VJP: ``grad_x = grad * f'(x)``; JVP: ``t_out = t * f'(x)`` (the Jacobian is diagonal,
@@ -366,10 +408,11 @@ def elementwise(name, forward, deriv, *, math, source, node_name=None, singular=
 
     rule.deriv = deriv  # lets the plan inline grad * f'(x) in its generated VJP
     rule = Rule(rule, params)
+    # a smooth function's values are floats (floating=True), abs's are not
     return defop(
         name, forward, ("self",), {"self": rule}, jvp={"self": rule},
         math={"self": f"grad_x = grad * ({math})", "out": f"dy = dx * ({math})"},
-        source=source, node_name=node_name, pointwise=True,
+        source=source, node_name=node_name, pointwise=True, floating=floating,
         singular=None if singular is None else {"self": singular},
     )
 

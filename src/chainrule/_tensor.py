@@ -18,6 +18,11 @@ PRINT_OPTS = {"precision": 4, "threshold": 1000, "edgeitems": 3, "linewidth": 80
 
 _FLOAT_KINDS = "f"
 
+# The float dtype that constructors give Python floats and that float functions of integer
+# tensors return (chainrule.set_default_dtype): one slot, read by the creation layer and
+# the dispatcher
+DEFAULT_FLOAT = [np.dtype(np.float64)]
+
 
 def is_float_dtype(dtype):
     """True for a real floating dtype of any backend (NumPy's, or an Array API library's
@@ -70,6 +75,35 @@ def check_grad_dtype(dtype, what="tensor"):
             f"only tensors of floating point dtype can require gradients; this {what} has "
             f"dtype {dtype}. Convert it first, e.g. x.double() or x.float()."
         )
+
+
+class memory_format:
+    """PyTorch's memory formats (``chainrule.preserve_format``, ``contiguous_format``,
+    ``channels_last``, ``channels_last_3d``), accepted where PyTorch takes
+    ``memory_format=``. Values and gradients do not depend on the layout:
+    ``contiguous_format`` gives a row-major result; the channels-last formats are accepted
+    and give the same values in row-major layout."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return f"chainrule.{self.name}"
+
+
+preserve_format = memory_format("preserve_format")
+contiguous_format = memory_format("contiguous_format")
+channels_last = memory_format("channels_last")
+channels_last_3d = memory_format("channels_last_3d")
+
+
+def check_memory_format(value, where):
+    """TypeError naming ``where`` unless ``value`` is a memory format."""
+    if not isinstance(value, memory_format):
+        raise TypeError(f"{where}: memory_format must be chainrule.preserve_format, "
+                        f"contiguous_format or channels_last, got {value!r}")
 
 
 class Size(tuple):
@@ -258,13 +292,21 @@ class Tensor:
     def _is_view(self):
         return self._base is not None
 
-    def is_contiguous(self):
-        """True when the entries are laid out in row-major (C) order without gaps."""
-        return bool(getattr(self._data, "flags", None) is None or self._data.flags.c_contiguous)
+    def is_contiguous(self, memory_format=contiguous_format):
+        """True when the entries are laid out in row-major (C) order without gaps (the
+        only layout chainrule makes: False for the channels-last formats, except where
+        the two layouts coincide)."""
+        check_memory_format(memory_format, "is_contiguous")
+        c = getattr(self._data, "flags", None) is None or self._data.flags.c_contiguous
+        if memory_format is channels_last or memory_format is channels_last_3d:
+            return bool(c and self.ndim in (4, 5) and self.shape[1] == 1)
+        return bool(c)
 
-    def contiguous(self):
+    def contiguous(self, memory_format=contiguous_format):
         """``self`` when it is contiguous, else a row-major copy that keeps the history
-        (recorded as ``CloneBackward0``, as in PyTorch)."""
+        (recorded as ``CloneBackward0``, as in PyTorch). ``memory_format`` is accepted
+        (see :class:`memory_format`)."""
+        check_memory_format(memory_format, "contiguous")
         if self.is_contiguous():
             return self
         return view_hooks.contiguous(self)

@@ -235,22 +235,18 @@ def vdot(input, other):
 
 def diag_embed(input, offset=0, dim1=-2, dim2=-1):
     """Matrices with the last dim of ``input`` on their diagonal ``offset``, placed in dims
-    ``dim1``, ``dim2`` of the result, as ``torch.diag_embed``: a product with an identity,
-    then zero padding for the offset."""
-    from .._creation import eye, zeros
-    from ..ops import cat, movedim
+    ``dim1``, ``dim2`` of the result, as ``torch.diag_embed``: the entries written on the
+    diagonal of zeros (``diagonal_scatter``), so an inf or NaN entry stays on the diagonal
+    (a product with an identity would put inf * 0 = NaN beside it, and send a NaN
+    cotangent of an off-diagonal entry into the gradient)."""
+    from .._creation import zeros
+    from ..ops import diagonal_scatter, movedim
 
     x = _t(input)
     n = x.shape[-1]
     m = n + abs(offset)
-    D = x.unsqueeze(-1) * eye(n, dtype=x.dtype)  # (..., n, n)
     batch = tuple(x.shape[:-1])
-    if offset > 0:  # shift right: zero columns before, zero rows after
-        D = cat([zeros(*batch, n, offset, dtype=x.dtype), D], -1)
-        D = cat([D, zeros(*batch, offset, m, dtype=x.dtype)], -2)
-    elif offset < 0:
-        D = cat([zeros(*batch, -offset, n, dtype=x.dtype), D], -2)
-        D = cat([D, zeros(*batch, m, -offset, dtype=x.dtype)], -1)
+    D = diagonal_scatter(zeros(*batch, m, m, dtype=x.dtype), x, offset, -2, -1)
     nd = D.ndim
     d1, d2 = dim1 % nd, dim2 % nd
     if d1 == d2:

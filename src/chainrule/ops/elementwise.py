@@ -15,7 +15,7 @@ import numpy as np
 from .._dispatch import ShapeError, apply
 from .._ns import RAW
 from .._table import TABLE, Singular, defop, documented, elementwise
-from .._tensor import Tensor, wrap
+from .._tensor import Tensor, check_memory_format, contiguous_format, preserve_format, wrap
 from ..backend import NUMPY, backend_of, dtype_kind, native_dtype, xp_kernel
 
 __all__ = [
@@ -77,13 +77,15 @@ def _pow_base(F, g, self, exponent):
     return F.where(exponent == 0, 0.0, g * exponent * self ** (exponent - 1))
 
 
-def _pow_exponent(F, g, self, out):
-    # d/dp x^p = x^p log x; defined as 0 where x == 0 (the limit for p > 0). log x is cast
-    # to the result's dtype: a scalar base (2.0 ** x) must not upcast a float32 x.
+def _pow_exponent(F, g, self, exponent, out):
+    # d/dp x^p = x^p log x; defined as 0 where x == 0 and p >= 0 (the limit for p > 0), as
+    # PyTorch's pow_backward_exponent (where p < 0, x^p log x = inf * -inf stays). log x is
+    # cast to the result's dtype: a scalar base (2.0 ** x) must not upcast a float32 x.
     if isinstance(self, (int, float)):  # a number base (2.0 ** x)
         return F.zeros_like(g) if self == 0 else g * out * math.log(self)
-    log_self = F.cast(F.log(F.where(self == 0, 1.0, self)), out.dtype)
-    return F.where(self == 0, 0.0, g * out * log_self)
+    masked = (self == 0) & (exponent >= 0)
+    log_self = F.cast(F.log(F.where(masked, 1.0, self)), out.dtype)
+    return F.where(masked, 0.0, g * out * log_self)
 
 
 @xp_kernel
@@ -190,7 +192,8 @@ WHERE = defop(
 def add(input, other, *, alpha=1):
     """``input + alpha * other`` with NumPy broadcasting. Shapes must broadcast (ValueError)."""
     if alpha != 1:
-        other = mul(other, alpha)
+        # a number stays a number (a weak scalar): 0-d float32 + 3.0 * 2 stays float32
+        other = other * alpha if isinstance(other, (int, float)) else mul(other, alpha)
     return apply(ADD, (input, other))
 
 
@@ -198,7 +201,8 @@ def add(input, other, *, alpha=1):
 def sub(input, other, *, alpha=1):
     """``input - alpha * other`` with NumPy broadcasting."""
     if alpha != 1:
-        other = mul(other, alpha)
+        # a number stays a number (a weak scalar): 0-d float32 + 3.0 * 2 stays float32
+        other = other * alpha if isinstance(other, (int, float)) else mul(other, alpha)
     return apply(SUB, (input, other))
 
 
@@ -276,7 +280,8 @@ SIGN = defop(
 )
 ABS = elementwise("abs", "abs", lambda F, self: F.sign(F.where(self == self, self, 0.0)),
                   math="sign(x)  (0 at x = 0 and at NaN)",
-                  source=CALCULUS + "; subgradient 0 at x = 0 and at NaN, as in PyTorch")
+                  source=CALCULUS + "; subgradient 0 at x = 0 and at NaN, as in PyTorch",
+                  floating=False)
 EXP = elementwise("exp", "exp", lambda F, out: out, math="exp(x)", source=CALCULUS)
 LOG = elementwise("log", "log", lambda F, self: 1 / self, math="1 / x", source=CALCULUS,
                   singular=Singular("x = 0", "infinite", lambda self: self == 0,
@@ -309,7 +314,7 @@ TANH = elementwise("tanh", "tanh", lambda F, out: 1 - out * out, math="1 - tanh(
 SIGMOID = elementwise("sigmoid", "expit", lambda F, out: out * (1 - out),
                       math="s (1 - s), s = sigmoid(x)", source=CALCULUS)
 RELU = defop(
-    "relu", xp_kernel(lambda xp, x: xp.maximum(x, 0.0)), ("self",),
+    "relu", xp_kernel(lambda xp, x: xp.maximum(x, 0)), ("self",),  # 0: an int x stays int
     vjp={"self": lambda F, g, out: keep(F, g, ~(out <= 0))},
     jvp={"self": lambda F, t, out: keep(F, t, ~(out <= 0))},
     math={"self": "grad_x = grad * [x > 0]  (1 at NaN)", "out": "dy = dx * [x > 0]"},
@@ -388,9 +393,19 @@ CLAMP_TENSOR = defop(
 )
 
 
+def _copy_layout(out, x):
+    """A copy ``out`` of ``x`` laid out as PyTorch's (preserve_format): the order of
+    ``x``'s strides (a transpose stays a transpose), but row-major where ``x`` is expanded
+    (a 0 stride), where NumPy's order "K" may give a permuted layout."""
+    flags = getattr(out, "flags", None)
+    if flags is None or flags.c_contiguous or 0 not in x.strides:
+        return out
+    return out.copy(order="C")
+
+
 @xp_kernel
 def _cast(xp, x, dtype, src_dtype):
-    return xp.astype(x, dtype, copy=True)
+    return _copy_layout(xp.astype(x, dtype, copy=True), x)
 
 
 TO_COPY = defop(
@@ -402,7 +417,7 @@ TO_COPY = defop(
     pointwise=True,
 )
 CLONE = defop(
-    "clone", xp_kernel(lambda xp, x: xp.asarray(x, copy=True)), ("self",),
+    "clone", xp_kernel(lambda xp, x: _copy_layout(xp.asarray(x, copy=True), x)), ("self",),
     vjp={"self": lambda F, g: g}, jvp={"self": lambda F, t: t},
     math={"self": "grad_x = grad", "out": "dy = dx"}, source="the identity map",
     pointwise=True,
@@ -423,8 +438,13 @@ def to_dtype(input, dtype):
 
 
 @documented(CLONE)
-def clone(input):
-    """A copy of ``input`` that keeps its history (gradient flows through)."""
+def clone(input, *, memory_format=preserve_format):
+    """A copy of ``input`` that keeps its history (gradient flows through), laid out as
+    ``input`` (``preserve_format``) or row-major (``contiguous_format``)."""
+    if memory_format is not preserve_format:
+        check_memory_format(memory_format, "clone")
+        return input.contiguous() if memory_format is contiguous_format \
+            and not input.is_contiguous() else apply(CLONE, (input,))
     return apply(CLONE, (input,))
 
 

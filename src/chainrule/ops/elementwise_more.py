@@ -17,8 +17,23 @@ import math
 from .. import _ns
 from .._dispatch import apply, name_errors
 from .._table import Rule, Singular, defop, documented, elementwise
+from .._tensor import Tensor
 from ..backend import NUMPY, dtype_kind, xp_kernel
-from .elementwise import CALCULUS, _mask, _unary, abs, add, clamp, div, keep, mul, neg, sign, sub
+from .elementwise import (
+    CALCULUS,
+    _mask,
+    _unary,
+    abs,
+    add,
+    clamp,
+    div,
+    keep,
+    mul,
+    neg,
+    sign,
+    sub,
+    to_dtype,
+)
 
 __all__ = [
     "acos", "arccos", "asin", "arcsin", "atan", "arctan", "atan2", "arctan2", "sinh", "cosh",
@@ -57,6 +72,24 @@ def own_or(name, fallback):
 
     kernel.__name__ = name
     return xp_kernel(kernel)
+
+
+def weak_numbers(kernel):
+    """``kernel(xp, x, y)`` with a Python number beside a float array given that array's
+    dtype: SciPy's ufuncs (xlogy, xlog1py) take a number as float64 rather than as NumPy's
+    own ufuncs do (NEP 50's weak scalars), so float32 x with 3.0 would give float64."""
+
+    def weak(xp, x, y):
+        if y.__class__ in (float, int):
+            if getattr(x, "dtype", None) is not None and dtype_kind(x.dtype) == "f":
+                y = xp.asarray(y, dtype=x.dtype)
+        elif x.__class__ in (float, int):
+            if getattr(y, "dtype", None) is not None and dtype_kind(y.dtype) == "f":
+                x = xp.asarray(x, dtype=y.dtype)
+        return kernel(xp, x, y)
+
+    weak.__name__ = kernel.__name__
+    return xp_kernel(weak)
 
 
 def partial_rule(deriv):
@@ -196,21 +229,26 @@ def _sinc_fallback(xp, x):
     return xp.where(x == 0, 1.0, xp.sin(y) / y)
 
 
-def _sinc_deriv(F, self, out):
+def _sinc_deriv(F, self):
     # (cos(pi x) - sinc(x)) / x away from 0; near 0 that difference cancels (the second
     # derivative at 0 would be lost), so for |x| < 0.01 the Taylor series of sinc' is used:
-    # -pi^2 x / 3 + pi^4 x^3 / 30 - pi^6 x^5 / 840 (next term below 1e-13 of it there)
+    # -pi^2 x / 3 + pi^4 x^3 / 30 - pi^6 x^5 / 840 (next term below 1e-13 of it there).
+    # sinc(x) is recomputed from x, not read from the output, as PyTorch's (which saves
+    # only self): changing the output in place then leaves the backward valid
     small = F.abs(self) < 0.01
     safe = F.where(small, 1.0, self)
     x2 = self * self
     series = self * (-_PI2 / 3 + x2 * (_PI2 * _PI2 / 30 - x2 * (_PI2 * _PI2 * _PI2 / 840)))
-    return F.where(small, series, (F.cos(math.pi * safe) - out) / safe)
+    return F.where(small, series, (F.cos(math.pi * safe) - F.sinc(safe)) / safe)
 
 
 _PI2 = math.pi * math.pi
 
 
-SINC = elementwise("sinc", own_or("sinc", _sinc_fallback), _sinc_deriv,
+_SINC_KERNEL = own_or("sinc", _sinc_fallback)
+declare_rule_name("sinc", lambda x: _SINC_KERNEL(NUMPY.xp, x), lambda x: sinc(x),
+                  lambda xp, dev, lazy: lambda x: _SINC_KERNEL(xp, x))
+SINC = elementwise("sinc", _SINC_KERNEL, _sinc_deriv,
                    math="(cos(pi x) - sinc(x)) / x; its Taylor series near 0 (0 at x = 0)",
                    source=CALCULUS + "; sinc(x) = sin(pi x) / (pi x), 1 at 0, as torch.sinc")
 
@@ -293,7 +331,7 @@ def _xlogy_x(F, self, other):
 
 
 XLOGY = binary(
-    "xlogy", own_or("xlogy", _xlogy_fallback),
+    "xlogy", weak_numbers(own_or("xlogy", _xlogy_fallback)),
     {"self": _xlogy_x, "other": lambda F, self, other: self / other},
     math={"self": "grad_x = grad * log(y)  (0 where x = 0 and y <= 0)",
           "other": "grad_y = grad * x / y", "out": "dz = log(y) dx + x / y dy"},
@@ -323,8 +361,12 @@ FMOD = _modulo(
           "out": "dz = dx - trunc(x / y) dy"},
     source=CALCULUS + "; fmod(x, y) = x - trunc(x / y) y (sign of x), PyTorch's fmod backward",
 )
+# floor(x / y) as floor_divide computes it (consistently with remainder: 3 // 0.2 is 14,
+# where floor(3 / 0.2) rounds to 15), as PyTorch's div(rounding_mode="floor")
+declare_rule_name("floor_divide", NUMPY.xp.floor_divide, lambda x, y: floor_divide(x, y),
+                  lambda xp, dev, lazy: xp.floor_divide)
 REMAINDER = _modulo(
-    "remainder", "remainder", lambda F, self, other: -F.floor(self / other),
+    "remainder", "remainder", lambda F, self, other: -F.floor_divide(self, other),
     math={"self": "grad_x = grad", "other": "grad_y = -grad * floor(x / y)",
           "out": "dz = dx - floor(x / y) dy"},
     source=CALCULUS + "; remainder(x, y) = x - floor(x / y) y (sign of y, Python's %), "
@@ -454,7 +496,17 @@ def clamp_max(input, max):
 def addcmul(input, tensor1, tensor2, *, value=1):
     """``input + value * tensor1 * tensor2``. A composition."""
     prod = mul(tensor1, tensor2)
-    return add(input, prod if value == 1 else mul(prod, value))
+    if value == 1:
+        return add(input, prod)
+    if isinstance(value, float) and isinstance(prod, Tensor) and dtype_kind(prod.dtype) != "f":
+        # PyTorch computes in the dtype of the three tensors, value a scalar of it: an int
+        # product beside a float input takes input's dtype; with an int input too, value is
+        # truncated (0.5 -> 0), rather than the number widening the result to float64
+        if isinstance(input, Tensor) and dtype_kind(input.dtype) == "f":
+            prod = to_dtype(prod, input.dtype)
+        else:
+            value = int(value)
+    return add(input, mul(prod, value))
 
 
 @name_errors

@@ -59,8 +59,17 @@ SLICE = defop(
     source=SCATTER,
 )
 _dispatch.SCATTERED_VJP.add(SLICE)  # the engine adds x[t]'s cotangent in place
+@xp_kernel
+def _advanced_index(xp, x, index):
+    out = x[index]
+    flags = getattr(out, "flags", None)
+    # PyTorch's advanced indexing gives a contiguous tensor (so .view works on it); NumPy's
+    # may be strided (x[..., idx] puts the indexed dim first in memory)
+    return out if flags is None or flags.c_contiguous else out.copy(order="C")
+
+
 INDEX = defop(
-    "index", xp_kernel(lambda xp, x, index: x[index]), ("self",), attrs=("index",),
+    "index", _advanced_index, ("self",), attrs=("index",),
     vjp={"self": _scatter_back}, jvp={"self": lambda F, t, index: t[index]},
     math={"self": "grad_x = zeros(x.shape); grad_x[index] += grad (repeats add up)",
           "out": "dy = dx[index]"},

@@ -138,9 +138,18 @@ def _dim(dim, x, op):
 
 
 @documented(SOFTMAX)
-def softmax(input, dim):
-    """``exp(x) / sum(exp(x), dim)``, computed stably (a 0-d input is one value: 1)."""
+def softmax(input, dim, *, dtype=None):
+    """``exp(x) / sum(exp(x), dim)``, computed stably (a 0-d input is one value: 1);
+    ``dtype``: the input is first cast to it (as PyTorch's)."""
+    if dtype is not None:
+        input = _cast_first(input, dtype)
     return _on_1d(SOFTMAX, input, _dim(dim, input, "softmax"))
+
+
+def _cast_first(input, dtype):
+    from .elementwise import to_dtype
+
+    return to_dtype(input, dtype)
 
 
 def _on_1d(op, input, dim):
@@ -153,8 +162,11 @@ def _on_1d(op, input, dim):
 
 
 @documented(LOG_SOFTMAX)
-def log_softmax(input, dim):
-    """``x - logsumexp(x, dim)``, computed stably (a 0-d input is one value: 0)."""
+def log_softmax(input, dim, *, dtype=None):
+    """``x - logsumexp(x, dim)``, computed stably (a 0-d input is one value: 0);
+    ``dtype``: the input is first cast to it (as PyTorch's)."""
+    if dtype is not None:
+        input = _cast_first(input, dtype)
     return _on_1d(LOG_SOFTMAX, input, _dim(dim, input, "log_softmax"))
 
 

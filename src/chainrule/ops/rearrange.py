@@ -113,7 +113,13 @@ def unflatten(input, dim, sizes):
     """Dim ``dim`` split into ``sizes`` (one of them may be -1)."""
     d = wrap_dim(dim, input.ndim, "unflatten")
     shape = tuple(input.shape)
-    return reshape(input, shape[:d] + tuple(sizes) + shape[d + 1:])
+    sizes = tuple(int(n) for n in sizes)
+    if sizes.count(-1) == 1:  # inferred from dim d alone, as PyTorch's (so an empty dim
+        # splits into (1, 0), where reshape's -1 over an empty tensor is ambiguous)
+        known = int(np.prod([n for n in sizes if n != -1]))
+        if known and shape[d] % known == 0:
+            sizes = tuple(shape[d] // known if n == -1 else n for n in sizes)
+    return reshape(input, shape[:d] + sizes + shape[d + 1:])
 
 
 def tensor_split(input, indices_or_sections, dim=0):
@@ -197,8 +203,12 @@ def repeat(input, *sizes):
     x = reshape(input, sum(((1, n) for n in shape), ()))   # (1, a, 1, b, ...)
     x = expand(x, *sum(((r, n) for r, n in zip(sizes, shape)), ()))
     x = reshape(x, tuple(r * n for r, n in zip(sizes, shape)))
-    # repeating once is still a copy (PyTorch's repeat always makes a new tensor)
-    return clone(x) if all(r == 1 for r in sizes) else x
+    # PyTorch's repeat always makes a new tensor: repeating once, or repeats the reshape
+    # could express as a view of the expanded input (a 0 stride: (1, 3) repeated (2, 1, 1)),
+    # would otherwise alias the input, and a write into the result would change it
+    if all(r == 1 for r in sizes) or 0 in getattr(x._data, "strides", ()):
+        return clone(x)
+    return x
 
 
 def tile(input, dims):

@@ -19,6 +19,7 @@ from .._table import Singular, defop, documented
 from .._tensor import Tensor
 from ..backend import backend_of, dtype_kind, numpy_dtype, on_device_of, xp_kernel
 from ._dims import wrap_dim, wrap_dims
+from .elementwise import keep
 
 __all__ = ["sum", "mean", "prod", "amax", "amin", "max", "min", "var", "std", "logsumexp",
            "vector_norm", "norm", "argmax", "argmin"]
@@ -156,8 +157,10 @@ def _onehot(F, indices, shape, dim, keepdim, dtype):
 
 
 def _max_vjp(F, g, self_shape, out, dim, keepdim):
-    return _unreduce(F, g[0], self_shape, dim, keepdim) * _onehot(F, out[1], self_shape, dim,
-                                                                  keepdim, g[0].dtype)
+    # selected with where, not multiplied by the one-hot: a NaN or inf cotangent stays at
+    # the index and the other entries get exact zeros, as PyTorch's scatter does
+    mask = _onehot(F, out[1], self_shape, dim, keepdim, g[0].dtype) != 0
+    return keep(F, _unreduce(F, g[0], self_shape, dim, keepdim), mask)
 
 
 def _max_jvp(F, t, self_shape, out, dim, keepdim):
@@ -236,7 +239,10 @@ STD = defop(
 
 def _logsumexp(xp, x, dim, keepdim):
     # shifted by the finite maximum; all -inf gives -inf, +inf or NaN propagate
-    m = xp.max(x, axis=dim, keepdims=True)
+    try:
+        m = xp.max(x, axis=dim, keepdims=True)
+    except ValueError:  # an empty reduction: the sum of no terms is 0, its log -inf
+        m = xp.sum(x, axis=dim, keepdims=True)
     m = xp.where(xp.isfinite(m), m, xp.zeros_like(m))
     s = xp.log(xp.sum(xp.exp(x - m), axis=dim, keepdims=keepdim))
     return s + xp.reshape(m, s.shape)

@@ -634,7 +634,19 @@ def masked_fill(input, mask, value):
                            f"input's shape {shape}") from None
     if not isinstance(mask, Tensor):  # a NumPy mask goes beside input's data
         mask = _beside(mask, input)
+    if numpy_dtype(input.dtype).kind in "iub":  # PyTorch: the value takes input's dtype
+        value = _cast_value(value, input)
     return where(mask, value, input)
+
+
+def _cast_value(value, input):
+    """A fill value cast to the dtype of an int or bool ``input`` (2.5 -> 2, 0.0 -> False),
+    so that the result keeps input's dtype, as PyTorch's masked_fill does; it carries no
+    gradient (an int or bool tensor cannot require grad)."""
+    if isinstance(value, Tensor):
+        value = value.detach()
+        return value if value.dtype == input.dtype else value.to(input.dtype)
+    return np.asarray(value).astype(numpy_dtype(input.dtype))
 
 
 def _broadcast_pair(input, mask, name):

@@ -93,6 +93,8 @@ def flatten(input, start_dim=0, end_dim=-1):
                            f"({end_dim}) for a tensor of shape {tuple(shape)}")
     if len(shape) == 0:
         return reshape(input, (1,))
+    if s == e:  # nothing to merge: the input itself, as PyTorch's (no node, no view)
+        return input
     size = int(np.prod(shape[s:e + 1]))  # an explicit size: -1 is ambiguous for empty dims
     return reshape(input, shape[:s] + (size,) + shape[e + 1:])
 
@@ -276,10 +278,17 @@ def cat(tensors, dim=0):
         if len(_shape(x)) == 0:
             raise RuntimeError(f"cat: zero-dimensional tensor (at position {i}) cannot be "
                                "concatenated; use stack")
-    # PyTorch's legacy rule: 1-D empty tensors are skipped beside tensors of other ranks
+    # PyTorch's legacy rule: 1-D empty tensors are skipped beside tensors of other ranks;
+    # they still take part in the dtype promotion and get a (empty) gradient, so they are
+    # reshaped to an empty slab of the others' rank rather than dropped
     kept = [x for x in tensors if tuple(_shape(x)) != (0,)]
     if kept and len(kept) < len(tensors) and any(len(_shape(x)) != 1 for x in kept):
-        tensors = kept
+        ref = tuple(_shape(kept[0]))
+        d = wrap_dim(dim, len(ref), "cat")
+        empty = ref[:d] + (0,) + ref[d + 1:]
+        tensors = [reshape(x, empty) if isinstance(x, Tensor) and tuple(_shape(x)) == (0,)
+                   else np.reshape(x, empty) if tuple(_shape(x)) == (0,) else x
+                   for x in tensors]
     tensors = _common_dtype(tensors)
     nd = len(_shape(tensors[0]))
     d = wrap_dim(dim, nd, "cat")
@@ -351,6 +360,8 @@ def chunk(input, chunks, dim=0):
     if len(shape) == 0:
         raise RuntimeError("chunk: chunk expects at least a 1-dimensional tensor")
     n = shape[wrap_dim(dim, len(shape), "chunk")]
+    if n == 0:  # PyTorch's: `chunks` empty pieces
+        return split(input, [0] * chunks, dim)
     size = -(-n // chunks)
     return split(input, max(size, 1), dim)
 

@@ -27,6 +27,7 @@ from .._table import defop, documented
 from .._tensor import Tensor
 from ..backend import dtype_kind, on_device_of, xp_kernel
 from ._dims import wrap_dim
+from .elementwise import keep
 from .scans import _data, _take_along
 
 __all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "median", "nanmedian", "quantile",
@@ -188,9 +189,16 @@ def _even_mask(F, self, out):
     return mask / F.sum(mask, None, False)
 
 
+def _even_vjp(F, g, self, out):
+    # masked, not only multiplied: a NaN or inf cotangent reaches the selected entries only
+    # (PyTorch's evenly_distribute_backward fills them into zeros)
+    mask = _even_mask(F, self, out)
+    return keep(F, g * mask, mask != 0)
+
+
 MEDIAN = defop(
     "median", _median_all_kernel, ("self",), attrs=("ignore_nan",),
-    vjp={"self": lambda F, g, self, out: g * _even_mask(F, self, out)},
+    vjp={"self": _even_vjp},
     jvp={"self": lambda F, t, self, out: F.sum(t * _even_mask(F, self, out), None, False)},
     math={"self": "grad_x = grad * [x == median] / #{x == median}  (NaN result: shared by the "
                   "NaN entries)",

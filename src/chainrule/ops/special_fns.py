@@ -27,6 +27,7 @@ from .elementwise_more import (
     declare_rule_name,
     own_or,
     partial_rule,
+    weak_numbers,
     xlogy,
     zero_gradient,
 )
@@ -82,6 +83,7 @@ declare_rule_name("polygamma", lambda n, x: _polygamma_kernel(NUMPY.xp, x, n),
 for _name in ("i0", "i1", "i0e", "i1e"):
     _declare_special(_name, (lambda name: lambda x: globals()[name](x))(_name))
 _declare_special("zeta", lambda x, q: zeta(x, q))
+_declare_special("erfinv", lambda x: erfinv(x))
 declare_rule_name("log1p", NUMPY.xp.log1p, lambda x: log1p(x), lambda xp, dev, lazy: xp.log1p)
 
 # --- gamma family ------------------------------------------------------------------------------
@@ -169,7 +171,9 @@ ERFC = elementwise("erfc", special_kernel("erfc"),
                    math="-2 / sqrt(pi) * exp(-x^2)",
                    source=f"{AS}, eqs. 7.1.2 (erfc = 1 - erf) and 7.1.19")
 ERFINV = elementwise("erfinv", special_kernel("erfinv"),
-                     lambda F, out: (_SQRT_PI / 2) * F.exp(out * out),
+                     # erfinv(x) recomputed from x (PyTorch saves only self): changing the
+                     # output in place leaves the backward valid
+                     lambda F, self: (_SQRT_PI / 2) * F.exp(F.erfinv(self) ** 2),
                      math="sqrt(pi) / 2 * exp(erfinv(x)^2)",
                      source=f"inverse function rule on {AS}, eq. 7.1.19")
 ERFCX = elementwise("erfcx", special_kernel("erfcx"),
@@ -269,7 +273,7 @@ def _xlog1py_x(F, self, other):
 
 
 XLOG1PY = binary(
-    "xlog1py", own_or("xlog1py", _xlog1py_fallback),
+    "xlog1py", weak_numbers(own_or("xlog1py", _xlog1py_fallback)),
     {"self": _xlog1py_x, "other": lambda F, self, other: self / (1 + other)},
     math={"self": "grad_x = grad * log1p(y)  (0 where x = 0 and y <= -1)",
           "other": "grad_y = grad * x / (1 + y)", "out": "dz = log1p(y) dx + x / (1 + y) dy"},

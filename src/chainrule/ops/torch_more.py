@@ -59,11 +59,14 @@ def float_power(input, exponent):
 
 
 def ldexp(input, other):
-    """``input * 2 ** other`` (``torch.ldexp``), in ``input``'s float dtype."""
-    x = _t(input)
-    e = _t(other)
-    dtype = x.dtype if x.dtype.kind == "f" else np.float32
-    return x.to(dtype) * (2.0 ** e.to(dtype))
+    """``input * 2.0 ** other`` (``torch.ldexp``): the dtype follows from promoting the two
+    (a float ``other`` beside a float32 ``input`` can widen it), an int exponent keeping a
+    float ``input``'s dtype and giving an int ``input`` the default float dtype."""
+    x, e = _t(input), _t(other)
+    scale = 2.0 ** e
+    if x.dtype.kind == "f" and e.dtype.kind != "f":
+        scale = scale.to(x.dtype)
+    return x * scale
 
 
 def dstack(tensors):
