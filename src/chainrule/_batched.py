@@ -131,6 +131,12 @@ class Batched:
     def batch_size(self):
         return self.data.shape[0]
 
+    @property
+    def device(self):
+        """The device of the stacked data (an op moving index arrays beside its input's
+        data asks for it)."""
+        return getattr(self.data, "device", "cpu")
+
     def __len__(self):
         if self.data.ndim < 2:
             raise TypeError("len() of a 0-d Batched value")
@@ -198,6 +204,10 @@ class DiagBatched(Batched):
         if self._rows is None:
             self._rows = np.diag(self.v)
         return self._rows
+
+    @property
+    def device(self):
+        return getattr(self.v, "device", "cpu")
 
     @property
     def shape(self):

@@ -14,6 +14,7 @@ with a batch of tangents; neither rebuilds the forward graph per row or column.
 
 from __future__ import annotations
 
+import threading
 import weakref
 
 import numpy as np
@@ -26,6 +27,7 @@ from ._state import STATE
 from ._tensor import Tensor, wrap
 from .autograd import forward_ad as fwAD
 from .autograd import grad as _autograd_grad
+from .backend import dtype_kind
 
 
 class _NNHelpers:
@@ -60,6 +62,9 @@ def _variable(x):
     x = _as_tensor(x)
     if x.requires_grad:
         return x.view(x.shape), True
+    if (getattr(x.dtype, "kind", None) or dtype_kind(x.dtype)) not in "fc":
+        raise RuntimeError(f"only Tensors of floating point dtype can require gradients; an "
+                           f"input to differentiate has dtype {x.dtype}")
     leaf = wrap(x._data, requires_grad=True)
     t = _dual.tangent_of(x)
     if t is not None:
@@ -69,11 +74,24 @@ def _variable(x):
 
 
 def _argnums(argnums, n):
-    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    """``argnums`` as a tuple of non-negative ints; RuntimeError as torch.func for anything
+    but an int or a non-empty tuple of distinct ints in range."""
+    if isinstance(argnums, int):
+        nums = (argnums,)
+    elif isinstance(argnums, tuple) and all(isinstance(a, int) for a in argnums):
+        if not argnums:
+            raise RuntimeError("argnums must be non-empty")
+        nums = argnums
+    else:
+        raise RuntimeError(f"argnums must be int or Tuple[int, ...], got: {type(argnums)}")
     for a in nums:
         if not -n <= a < n:
-            raise ValueError(f"argnums {a} is out of range for a function of {n} arguments")
-    return tuple(a % n for a in nums)
+            raise RuntimeError(f"Got argnum={a}, but only {n} positional inputs (argnums {a} "
+                               f"is out of range for a function of {n} arguments)")
+    nums = tuple(a % n for a in nums)
+    if len(nums) > 1 and len(set(nums)) != len(nums):
+        raise RuntimeError(f"argnums elements must be unique, got {argnums}")
+    return nums
 
 
 def _prepare(args, argnums):
@@ -155,6 +173,21 @@ def _outer_graph(outs, inputs):
     return False
 
 
+def _no_outer_grad():
+    """Whether the transform is called with grad mode off and no forward level: then, as
+    torch.func, it computes its derivatives as usual but its results are not connected to
+    an outer graph (the inputs and closed-over tensors that require grad are constants)."""
+    return not STATE.enabled and not STATE.dual_level
+
+
+def _detached(args):
+    """``args`` with every tensor leaf detached (see :func:`_no_outer_grad`)."""
+    leaves, spec = tree_flatten(tuple(args))
+    if not any(isinstance(x, Tensor) and x.requires_grad for x in leaves):
+        return args
+    return tree_unflatten([x.detach() if isinstance(x, Tensor) else x for x in leaves], spec)
+
+
 def _split_aux(result, where):
     """``(output, aux)`` from a function called with ``has_aux=True`` (PyTorch's error
     otherwise)."""
@@ -184,6 +217,9 @@ def grad_and_value(func, argnums=0, has_aux=False):
     """
 
     def wrapper(*args, **kwargs):
+        off = _no_outer_grad()
+        if off:
+            args = _detached(args)
         with _state.enable_grad():
             args, nums, flat, specs, record = _prepare(args, argnums)
             out = func(*args, **kwargs)
@@ -197,7 +233,7 @@ def grad_and_value(func, argnums=0, has_aux=False):
                     "non-scalar outputs."
                 )
             inputs = [v for vs in flat for v in vs]
-            record = record or _outer((out,), inputs)
+            record = record or (not off and _outer((out,), inputs))
             grads = _autograd_grad(out, inputs, create_graph=record, allow_unused=True,
                                    materialize_grads=True) if out.requires_grad else \
                 [wrap(np.zeros_like(v._data)) for v in inputs]
@@ -209,9 +245,25 @@ def grad_and_value(func, argnums=0, has_aux=False):
             k += len(vs)
         value = _result(out, record)
         g = _pack(per_arg, argnums, specs)
-        return (g, (value, _detach_tree(aux, record))) if has_aux else (g, value)
+        return (g, (value, _aux(aux, record, off, inputs))) if has_aux else (g, value)
 
     return wrapper
+
+
+def _aux(aux, record, off, inputs):
+    """A transform's aux output: without the graph of the transform's inner work, unless
+    the transform records (an outer one differentiates it) or the aux reaches a tensor an
+    outer differentiation sees (a closed-over parameter: its graph is kept, as torch.func)."""
+    if record or (not off and _outer_graph(_tensor_leaves(aux), inputs)):
+        return aux
+    return _detach_tree(aux, False)
+
+
+def _tensor_leaves(tree):
+    """The Tensor leaves of a pytree (none for None)."""
+    if tree is None:
+        return []
+    return [x for x in tree_flatten(tree)[0] if isinstance(x, Tensor)]
 
 
 def _detach_tree(tree, record):
@@ -238,6 +290,9 @@ def vjp(func, *primals, has_aux=False):
     """``(func(*primals), vjp_fn)``; ``vjp_fn(cotangents)`` returns one VJP per primal
     (``u^T J``: the shape of that primal), for cotangents shaped like the output pytree.
     With ``has_aux``: ``(output, vjp_fn, aux)``."""
+    off = _no_outer_grad()
+    if off:
+        primals = _detached(primals)
     with _state.enable_grad():
         args, _, flat, specs, record = _prepare(primals, tuple(range(len(primals))))
         out = func(*args)
@@ -246,7 +301,7 @@ def vjp(func, *primals, has_aux=False):
             out, aux = _split_aux(out, "vjp(f, *primals)")
     outs, out_spec = tree_flatten(out)
     inputs = [v for vs in flat for v in vs]
-    record = record or _outer(outs, inputs)
+    record = record or (not off and _outer(outs, inputs))
     _finish(inputs)
 
     def vjp_fn(cotangents):
@@ -269,7 +324,7 @@ def vjp(func, *primals, has_aux=False):
         return tuple(per_arg)
 
     value = tree_unflatten([_result(o, record) for o in outs], out_spec)
-    return (value, vjp_fn, _detach_tree(aux, record)) if has_aux else (value, vjp_fn)
+    return (value, vjp_fn, _aux(aux, record, off, inputs)) if has_aux else (value, vjp_fn)
 
 
 def jvp(func, primals, tangents, *, strict=False, has_aux=False):
@@ -283,6 +338,13 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
         raise RuntimeError(f"jvp(f, primals, tangents): Expected primals and tangents to have "
                            f"the same length, got {len(primals)} primals and {len(tangents)} "
                            "tangents")
+    if _no_outer_grad():  # the results are constants for an outer graph
+        result = _jvp(func, _detached(primals), tangents, strict, has_aux)
+        return tuple(_detach_tree(r, False) for r in result)
+    return _jvp(func, primals, tangents, strict, has_aux)
+
+
+def _jvp(func, primals, tangents, strict, has_aux):
     if _nested(primals):
         return _jvp_by_reverse(func, primals, tangents, strict, has_aux)
     with fwAD.dual_level():
@@ -298,10 +360,11 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
         if has_aux:
             out, aux = _split_aux(out, "jvp(f, primals, tangents)")
         outs, spec = tree_flatten(out)
-        if _outer_graph(outs, ()):
+        if _outer_graph(outs + _tensor_leaves(aux), ()):
             # func closed over a tensor that an outer grad (or plain autograd) differentiates:
-            # the tangents must carry that graph too, so again by reverse mode
+            # the tangents (and aux) must carry that graph too, so again by reverse mode
             return _jvp_by_reverse(func, primals, tangents, strict, has_aux)
+        aux = _detach_tree(aux, False)  # no graph of this transform's inner work
         pairs = [fwAD.unpack_dual(o) for o in outs]
         if strict:
             for k, (_, t) in enumerate(pairs):
@@ -394,6 +457,9 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_
                          f"{chunk_size!r}")
 
     def wrapper(*args, **kwargs):
+        off = _no_outer_grad()
+        if off:
+            args = _detached(args)
         with _state.enable_grad():
             args, nums, flat, specs, record = _prepare(args, argnums)
             out = func(*args, **kwargs)
@@ -403,7 +469,7 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_
         outs, out_spec = tree_flatten(out)
         outs = [_as_tensor(o) for o in outs]
         inputs = [v for vs in flat for v in vs]
-        record = record or _outer(outs, inputs)
+        record = record or (not off and _outer(outs, inputs))
         _finish(inputs)
         cots, sizes = _one_hot_batches([o.shape for o in outs], [o.dtype for o in outs])
         if record:  # an outer transform differentiates this Jacobian: one recorded row each
@@ -411,7 +477,7 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_
         else:
             live = [i for i, o in enumerate(outs) if o.requires_grad]
             if not live:
-                rows = [np.zeros((sum(sizes),) + v.shape) for v in inputs]
+                rows = [np.zeros((sum(sizes),) + v.shape, v.dtype) for v in inputs]
             elif chunk_size is None or chunk_size >= sum(sizes):
                 rows = vjp_rows([outs[i] for i in live], inputs, [cots[i] for i in live])
             else:
@@ -425,7 +491,8 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_
         blocks = []
         start = 0
         for o, size in zip(outs, sizes):
-            per_input = [r[start:start + size].reshape(o.shape + v.shape)
+            per_input = [(_stack_rows(r[start:start + size], v) if record else
+                          r[start:start + size]).reshape(o.shape + v.shape)
                          for r, v in zip(rows, inputs)]
             start += size
             per_arg, k = [], 0
@@ -434,28 +501,42 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_
                 k += len(vs)
             blocks.append(per_arg[0] if isinstance(argnums, int) else tuple(per_arg))
         jac = tree_unflatten(blocks, out_spec)
-        return (jac, _detach_tree(aux, record)) if has_aux else jac
+        return (jac, _aux(aux, record, off, inputs)) if has_aux else jac
 
     return wrapper
 
 
-def _recorded_rows(outs, inputs, cots):
-    """Jacobian rows one backward pass each, recorded (create_graph) so that an outer
-    transform can differentiate them."""
+def _stack_rows(rows, v):
+    """One output's recorded rows for input ``v`` as a tensor (stacked per output, so that
+    a block no row of which depends on the inputs has no graph either)."""
     from .ops import stack
 
+    return stack(rows) if rows else wrap(np.zeros((0,) + tuple(v.shape), v.dtype))
+
+
+def _recorded_rows(outs, inputs, cots):
+    """Jacobian rows one backward pass each, recorded (create_graph) so that an outer
+    transform can differentiate them: per input, the list of its rows. Row ``r`` belongs to
+    one output (the one-hot seeds are zero on the others), so only that output is
+    differentiated: a block of an output that does not depend on an input gets zeros
+    without a graph."""
     cots = [np.asarray(c) for c in cots]  # row by row: the materialized seeds
-    total = cots[0].shape[0] if cots else 0
     rows = [[] for _ in inputs]
+    start = 0
     with _state.enable_grad():
-        for r in range(total):
-            pairs = [(o, wrap(c[r])) for o, c in zip(outs, cots) if o.requires_grad]
-            grads = _autograd_grad([o for o, _ in pairs], inputs, [c for _, c in pairs],
-                                   retain_graph=True, create_graph=True, allow_unused=True,
-                                   materialize_grads=True)
-            for acc, g in zip(rows, grads):
-                acc.append(g)
-        return [stack(acc) for acc in rows]
+        for o, c in zip(outs, cots):
+            size = int(np.prod(o.shape))
+            for r in range(start, start + size):
+                if o.requires_grad:
+                    grads = _autograd_grad([o], inputs, [wrap(c[r])], retain_graph=True,
+                                           create_graph=True, allow_unused=True,
+                                           materialize_grads=True)
+                else:
+                    grads = [wrap(np.zeros(v.shape, v.dtype)) for v in inputs]
+                for acc, g in zip(rows, grads):
+                    acc.append(g)
+            start += size
+        return rows
 
 
 def jacfwd(func, argnums=0, *, has_aux=False, randomness="error"):
@@ -466,11 +547,13 @@ def jacfwd(func, argnums=0, *, has_aux=False, randomness="error"):
     from .autograd.batched import jvp_columns
 
     if randomness not in ("error", "different", "same"):
-        raise ValueError(f"jacfwd: randomness must be 'error', 'different' or 'same', got "
-                         f"{randomness!r}")
+        raise RuntimeError(f"jacfwd: Only allowed values for randomness are 'error', "
+                           f"'different', or 'same'. Got {randomness}")
 
     def wrapper(*args, **kwargs):
         nums = _argnums(argnums, len(args))
+        if _no_outer_grad():
+            args = _detached(args)
         if _nested([args[a] for a in nums]):  # inside another transform: by reverse mode
             return jacrev(func, argnums, has_aux=has_aux)(*args, **kwargs)
         args = list(args)
@@ -498,11 +581,13 @@ def jacfwd(func, argnums=0, *, has_aux=False, randomness="error"):
 
         outs, out_tans = jvp_columns(flat_func, inputs, tans)
         outs = [_as_tensor(o) for o in outs]
-        if _outer_graph(outs, inputs):
+        if _outer_graph(outs + _tensor_leaves(seen.get("aux")), inputs):
             # func closed over a tensor that an outer grad (or plain autograd)
-            # differentiates: the columns must carry that graph, so again by reverse mode
+            # differentiates: the columns (and aux) must carry that graph, so again by
+            # reverse mode
             return jacrev(func, argnums, has_aux=has_aux)(*args, **kwargs)
-        out_spec, aux = seen["spec"], seen.get("aux")
+        # the aux without the graph of this transform's inner work (as torch.func)
+        out_spec, aux = seen["spec"], _detach_tree(seen.get("aux"), False)
         blocks = []
         for o, ot in zip(outs, out_tans):
             per_input, start = [], 0
@@ -569,13 +654,74 @@ def _describe(tree):
     return type(tree).__name__
 
 
-class _NoRandomness:
-    """Stands for the random generator inside vmap(randomness="error")."""
+class _GuardedGenerator:
+    """Stands for the random generator while some thread runs a vmap with
+    randomness="error": in that thread a random op raises; any other thread draws from the
+    real generator as usual (the generator is one module global for all threads)."""
+
+    def __init__(self, real):
+        self._real = real
 
     def __getattr__(self, name):
-        raise RuntimeError("vmap: called random operation while in randomness error mode. "
-                           "Please either use the 'same' or 'different' randomness flags on "
-                           "vmap or perform the randomness operation out of vmap")
+        if _RANDOM.error:
+            raise RuntimeError("vmap: called random operation while in randomness error "
+                               "mode. Please either use the 'same' or 'different' randomness "
+                               "flags on vmap or perform the randomness operation out of "
+                               "vmap")
+        return getattr(self._real, name)
+
+
+class _RandomMode(threading.local):
+    error = 0  # how deep this thread is in randomness="error" vmaps
+
+
+_RANDOM = _RandomMode()
+_GUARD = [0, None]  # the threads' vmaps in randomness="error" mode, the real generator
+_GUARD_LOCK = threading.Lock()
+
+
+class _NoRandomness:
+    """A context manager: random ops in this thread raise (vmap's randomness="error"). The
+    guard is installed by the first such vmap of any thread and the real generator put back
+    by the last one, so concurrent vmaps never leave the guard in place."""
+
+    __slots__ = ()
+
+    def __enter__(self):
+        with _GUARD_LOCK:
+            if not _GUARD[0]:
+                _GUARD[1] = _creation.default_generator
+                _creation.default_generator = _GuardedGenerator(_GUARD[1])
+            _GUARD[0] += 1
+        _RANDOM.error += 1
+
+    def __exit__(self, *exc):
+        _RANDOM.error -= 1
+        with _GUARD_LOCK:
+            _GUARD[0] -= 1
+            if not _GUARD[0]:
+                if isinstance(_creation.default_generator, _GuardedGenerator):
+                    _creation.default_generator = _GUARD[1]
+                _GUARD[1] = None
+        return False
+
+
+def _real_generator():
+    g = _creation.default_generator
+    return g._real if isinstance(g, _GuardedGenerator) else g
+
+
+class _NoGuard:
+    __slots__ = ()
+
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return False
+
+
+_NO_GUARD = _NoGuard()
 
 
 def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
@@ -602,7 +748,8 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
     Raises
     ------
     RuntimeError
-        A custom Function without a vmap rule is called inside (naming it).
+        A custom Function without a vmap rule is called inside (naming it), or
+        ``randomness`` is not one of the three values (as PyTorch).
     ValueError
         No input is mapped, mapped inputs disagree on the batch size, an in_dim is out of
         range, or ``in_dims`` / ``out_dims`` do not match the structure.
@@ -612,8 +759,8 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
     from .ops import stack
 
     if randomness not in ("error", "different", "same"):
-        raise ValueError(f"vmap: randomness must be 'error', 'different' or 'same', got "
-                         f"{randomness!r}")
+        raise RuntimeError(f"vmap: Only allowed values for randomness are 'error', "
+                           f"'different', or 'same'. Got {randomness}")
     if chunk_size is not None and (not isinstance(chunk_size, int) or chunk_size < 1):
         raise ValueError(f"vmap: chunk_size should be None or a positive int, got "
                          f"{chunk_size!r}")
@@ -659,20 +806,16 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
             done = _vmap_batched(func, leaves, dims, spec, B, kwargs, out_dims)
             if done is not None:
                 return done
-        saved = _creation.default_generator
-        state = saved.bit_generator.state if randomness == "same" else None
-        if randomness == "error":
-            _creation.default_generator = _NoRandomness()
+        real = _real_generator() if randomness == "same" else None
+        state = real.bit_generator.state if randomness == "same" else None
         results = []
-        try:
+        with _NoRandomness() if randomness == "error" else _NO_GUARD:
             for b in range(B):
                 if state is not None:
-                    saved.bit_generator.state = state
+                    real.bit_generator.state = state
                 sample = [x if d is None else x[(slice(None),) * (d % x.ndim) + (b,)]
                           for x, d in zip(leaves, dims)]
                 results.append(func(*tree_unflatten(sample, spec), **kwargs))
-        finally:
-            _creation.default_generator = saved
         outs, out_spec = tree_flatten(results[0])
         per_sample = [tree_flatten(r)[0] for r in results]
         odims = _dims_for(out_dims, results[0], "out_dims")
@@ -722,8 +865,8 @@ def _vmap_batched(func, leaves, dims, spec, B, kwargs, out_dims):
     args = [x if d is None else wrap(VBatched(x._data if d % x.ndim == 0 else
                                               np.moveaxis(x._data, d % x.ndim, 0)))
             for x, d in zip(leaves, dims)]
-    saved = _creation.default_generator
-    _creation.default_generator = _NoRandomness()
+    guard = _NoRandomness()
+    guard.__enter__()
     try:
         with vmap_evaluation():
             result = func(*tree_unflatten(args, spec), **kwargs)
@@ -755,7 +898,7 @@ def _vmap_batched(func, leaves, dims, spec, B, kwargs, out_dims):
     except NotBatchable:
         return None
     finally:
-        _creation.default_generator = saved
+        guard.__exit__()
 
 
 def linearize(func, *primals):

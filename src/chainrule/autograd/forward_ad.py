@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import collections
 import itertools
+import threading
 
 import numpy as np
 
@@ -32,6 +33,13 @@ __all__ = ["dual_level", "make_dual", "unpack_dual", "UnpackedDualTensor", "ente
 
 _ids = itertools.count(1)
 
+# How many dual levels are active in all threads together: the recorded nodes' tangents
+# (NODE_TANGENTS, shared by the threads) are dropped only when none is, so that a thread
+# leaving its last level does not erase the tangents another thread's forward-over-reverse
+# is about to read (its Hessian would silently lose terms)
+_ACTIVE = [0]
+_ACTIVE_LOCK = threading.Lock()
+
 UnpackedDualTensor = collections.namedtuple("UnpackedDualTensor", ["primal", "tangent"])
 
 
@@ -43,6 +51,8 @@ def enter_dual_level():
     ``make_dual`` at an outer level, then at an inner level, gives second derivatives
     (forward-over-forward). A new thread starts with no level."""
     level = next(_ids)
+    with _ACTIVE_LOCK:
+        _ACTIVE[0] += 1
     STATE.set_modes(dual_levels=STATE.dual_levels + (level,))
     return level
 
@@ -60,8 +70,10 @@ def exit_dual_level(*, level=None):
         return
     STATE.dual_recorded = STATE.dual_recorded - {levels[-1]}
     STATE.set_modes(dual_levels=levels[:-1])
-    if not STATE.dual_levels:
-        NODE_TANGENTS.clear()
+    with _ACTIVE_LOCK:
+        _ACTIVE[0] = max(_ACTIVE[0] - 1, 0)
+        if not _ACTIVE[0]:
+            NODE_TANGENTS.clear()
 
 
 class dual_level:

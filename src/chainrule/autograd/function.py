@@ -621,7 +621,9 @@ def _plain_jvp(cls, ctx, tangents, batch):
         try:  # a vmap rule: the jvp takes the whole batch of tangents
             with vmap_evaluation():
                 return cls.jvp(ctx, *args)
-        except NotBatchable as error:
+        except Exception as error:  # noqa: BLE001 - any failure on the batch (an op that
+            # meets a batch it does not know): one tangent at a time instead, which gives
+            # the answer, or the error, of separate passes
             raise Unbatchable(f"{cls.__name__}.jvp cannot take a batch of tangents: "
                               f"{error}") from error
 

@@ -73,6 +73,114 @@ def _check_strict(func, xs, strict, what="output"):
                                f"input {i}. This is not allowed in strict mode.")
 
 
+def _strict_leaves(func, xs):
+    """``(leaves, outputs)``: ``func`` evaluated on fresh leaves requiring grad, each output
+    checked to require grad (as torch.autograd.functional's strict mode)."""
+    from .._state import enable_grad
+
+    leaves = [x.detach().requires_grad_(True) if isinstance(x, Tensor) else x for x in xs]
+    with enable_grad():
+        out = func(*leaves)
+    outs = out if isinstance(out, tuple) else (out,)
+    for i, o in enumerate(outs):
+        if not (isinstance(o, Tensor) and o.requires_grad):
+            raise RuntimeError(f"Output {i} of the user-provided function does not require "
+                               "gradients. The outputs must be computed in a differentiable "
+                               "manner from the input when running in strict mode.")
+    return leaves, outs
+
+
+def _strict_blocks(outs, leaves, create_graph):
+    """Strict mode's check of every (output, input) block of a Jacobian, as PyTorch's
+    reverse-mode ``jacobian``: an output independent of an input raises; with
+    ``create_graph`` so does a block that does not depend on the inputs (a linear map)."""
+    from .._state import enable_grad
+    from ._grad import grad
+
+    diff = [x for x in leaves if isinstance(x, Tensor)]
+    with enable_grad():
+        for i, o in enumerate(outs):
+            got = grad(o, diff, ones_like(o), retain_graph=True, create_graph=create_graph,
+                       allow_unused=True)
+            for j, g in enumerate(got):
+                if g is None:
+                    raise RuntimeError(f"Output {i} of the user-provided function is "
+                                       f"independent of input {j}. This is not allowed in "
+                                       "strict mode.")
+                if create_graph and not g.requires_grad:
+                    raise RuntimeError(f"The jacobian of the user-provided function is "
+                                       f"independent of input {i}. This is not allowed in "
+                                       "strict mode when create_graph=True.")
+
+
+def _check_strict_jacobian(func, xs, strict, create_graph, vectorize, strategy):
+    """PyTorch's errors of ``jacobian(..., strict=True)`` (and of the combinations it does
+    not support), raised before any work."""
+    if strategy not in ("forward-mode", "reverse-mode"):
+        raise AssertionError('Expected strategy to be either "forward-mode" or '
+                             '"reverse-mode".')
+    if strategy == "forward-mode":
+        if create_graph:
+            raise NotImplementedError(
+                "torch.autograd.functional.jacobian: `create_graph=True` and "
+                '`strategy="forward-mode"` are not supported together (yet). Please either '
+                'set `create_graph=False` or `strategy="reverse-mode"`.')
+        if strict:
+            raise RuntimeError(
+                "torch.autograd.functional.jacobian: `strict=True` and "
+                '`strategy="forward-mode"` are not supported together (yet). Please either '
+                'set `strict=False` or `strategy="reverse-mode"`.')
+    if not strict:
+        return
+    leaves, outs = _strict_leaves(func, xs)
+    if vectorize:
+        raise RuntimeError("torch.autograd.functional.jacobian: `strict=True` and "
+                           "`vectorized=True` are not supported together. Please either set "
+                           "`strict=False` or `vectorize=False`.")
+    _strict_blocks(outs, leaves, create_graph)
+
+
+def _check_strict_hessian(func, xs, strict, create_graph, vectorize, strategy):
+    """PyTorch's errors of ``hessian(..., strict=True)``: the gradient must depend on every
+    input (a function linear in an input raises), then the Jacobian of the gradient is
+    checked as ``jacobian``'s strict mode does."""
+    from .._state import enable_grad
+    from ._grad import grad
+
+    if strategy not in ("forward-mode", "reverse-mode"):
+        raise AssertionError('Expected strategy to be either "forward-mode" or '
+                             '"reverse-mode".')
+    if strategy == "forward-mode" and create_graph:
+        raise NotImplementedError(
+            "torch.autograd.functional.jacobian: `create_graph=True` and "
+            '`strategy="forward-mode"` are not supported together (yet). Please either set '
+            '`create_graph=False` or `strategy="reverse-mode"`.')
+    if not strict:
+        return
+    leaves, outs = _strict_leaves(func, xs)
+    diff = [x for x in leaves if isinstance(x, Tensor)]
+    with enable_grad():
+        g = grad(outs[0], diff, create_graph=True, allow_unused=True)
+    for i, gi in enumerate(g):
+        if gi is None or not gi.requires_grad:
+            raise RuntimeError(
+                "While computing the hessian, found that the jacobian of the user-provided "
+                f"function with respect to input {i} is independent of the input. This is not "
+                "allowed in strict mode. You should ensure that your function is twice "
+                "differentiable and that the jacobian depends on the inputs (this would be "
+                "violated by a linear function for example).")
+    if vectorize:
+        raise RuntimeError("torch.autograd.functional.jacobian: `strict=True` and "
+                           "`vectorized=True` are not supported together. Please either set "
+                           "`strict=False` or `vectorize=False`.")
+    if strategy == "forward-mode":
+        raise RuntimeError(
+            "torch.autograd.functional.jacobian: `strict=True` and "
+            '`strategy="forward-mode"` are not supported together (yet). Please either set '
+            '`strict=False` or `strategy="reverse-mode"`.')
+    _strict_blocks(tuple(g), leaves, create_graph)
+
+
 def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
              strategy="reverse-mode"):
     """The Jacobian of ``func`` at ``inputs``: for output shape ``O`` and input shape ``I``,
@@ -82,7 +190,7 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
     ``vectorize`` is accepted for compatibility (rows are always computed in one batched
     pass)."""
     xs, single = _inputs(inputs)
-    _check_strict(func, xs, strict)
+    _check_strict_jacobian(func, xs, strict, create_graph, vectorize, strategy)
     xs = _graph_inputs(xs, create_graph)
     transform = _func.jacfwd if strategy == "forward-mode" else _func.jacrev
     jac = _results(transform(func, argnums=tuple(range(len(xs))))(*xs), create_graph)
@@ -92,10 +200,12 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
 
 
 def hessian(func, inputs, create_graph=False, strict=False, vectorize=False,
-            outer_jacobian_strategy="forward-mode"):
-    """The Hessian of a scalar ``func``: shape ``I + I`` (blocks ``(Ii, Ij)`` for tuples)."""
+            outer_jacobian_strategy="reverse-mode"):
+    """The Hessian of a scalar ``func``: shape ``I + I`` (blocks ``(Ii, Ij)`` for tuples).
+    ``strict=True`` raises as PyTorch's: for a gradient independent of the inputs, or a
+    zero block ``(Ii, Ij)`` of the Hessian."""
     xs, single = _inputs(inputs)
-    _check_strict(func, xs, strict)
+    _check_strict_hessian(func, xs, strict, create_graph, vectorize, outer_jacobian_strategy)
     xs = _graph_inputs(xs, create_graph)
     h = _results(_func.hessian(func, argnums=tuple(range(len(xs))))(*xs), create_graph)
     if single:
