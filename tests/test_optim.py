@@ -119,8 +119,8 @@ def test_lbfgs_minimises_a_quadratic():
 
     one.step(closure1)
     np.testing.assert_allclose(y.detach().numpy(), b / np.abs(b).sum(), rtol=1e-14)
-    with pytest.raises(NotImplementedError, match="strong_wolfe"):
-        optim.LBFGS([y], line_search_fn="strong_wolfe")
+    with pytest.raises(RuntimeError, match="only 'strong_wolfe' is supported"):  # as torch
+        optim.LBFGS([y], line_search_fn="backtracking")
 
 
 def test_takes_a_generator_and_param_groups():

@@ -14,16 +14,39 @@ respect to the parameters are those of the ops. Draws come from chainrule's defa
 -0.9189385332046727
 """
 
-from . import constraints
+from . import (
+    constraint_registry,
+    constraints,
+    kl_more,  # noqa: F401  (registers more KL pairs)
+    transforms,
+)
+from .compound import MixtureSameFamily, TransformedDistribution
+from .constraint_registry import biject_to, transform_to
 from .continuous import Beta, Dirichlet, Exponential, Gamma, Laplace, LogNormal, Normal, Uniform
 from .discrete import Bernoulli, Binomial, Categorical, OneHotCategorical, Poisson
 from .distribution import Distribution
 from .kl import kl_divergence, register_kl
+from .more import Cauchy, Geometric, Gumbel, HalfCauchy, HalfNormal, StudentT
 from .multivariate import Independent, MultivariateNormal
+from .transforms import (
+    AbsTransform,
+    AffineTransform,
+    ComposeTransform,
+    ExpTransform,
+    PowerTransform,
+    SigmoidTransform,
+    SoftplusTransform,
+    TanhTransform,
+    Transform,
+)
 
 __all__ = [
     "Distribution", "Normal", "Uniform", "Bernoulli", "Categorical", "OneHotCategorical",
     "Beta", "Gamma", "Exponential", "Laplace", "LogNormal", "Poisson", "Binomial",
     "MultivariateNormal", "Independent", "Dirichlet", "kl_divergence", "register_kl",
-    "constraints",
+    "StudentT", "Cauchy", "HalfNormal", "HalfCauchy", "Gumbel", "Geometric",
+    "constraints", "constraint_registry", "transforms", "biject_to", "transform_to",
+    "Transform", "ExpTransform", "AffineTransform",
+    "SigmoidTransform", "TanhTransform", "SoftplusTransform", "PowerTransform",
+    "AbsTransform", "ComposeTransform", "TransformedDistribution", "MixtureSameFamily",
 ]

@@ -83,7 +83,21 @@ class _Ctx:
     """A bare context for a draw that needs no gradient."""
 
 
-class Normal(Distribution):
+class _LocationScale(Distribution):
+    """A reparameterised distribution of ``loc + scale z`` on the real line (Normal, Laplace,
+    Cauchy, Gumbel): ``loc`` real and ``scale`` positive, broadcast together; the batch
+    shape is theirs."""
+
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
+    support = constraints.real
+    has_rsample = True
+
+    def __init__(self, loc, scale, validate_args=None):
+        self.loc, self.scale = broadcast_all(loc, scale)
+        super().__init__(self.loc.shape, validate_args=validate_args)
+
+
+class Normal(_LocationScale):
     """Normal (Gaussian) distribution ``N(loc, scale^2)``, as ``torch.distributions.Normal``.
 
     ``loc`` and ``scale`` (numbers or Tensors) broadcast to ``batch_shape``; event shape
@@ -93,14 +107,6 @@ class Normal(Distribution):
 
     Raises ValueError (when validating) for ``scale <= 0`` or a NaN ``loc``.
     """
-
-    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
-    support = constraints.real
-    has_rsample = True
-
-    def __init__(self, loc, scale, validate_args=None):
-        self.loc, self.scale = broadcast_all(loc, scale)
-        super().__init__(self.loc.shape, validate_args=validate_args)
 
     @property
     def mean(self):
@@ -250,7 +256,7 @@ class Exponential(Distribution):
         return 1.0 - _ops.log(self.rate)
 
 
-class Laplace(Distribution):
+class Laplace(_LocationScale):
     """Laplace distribution, density ``exp(-|x - loc| / scale) / (2 scale)``, as
     ``torch.distributions.Laplace``.
 
@@ -259,14 +265,6 @@ class Laplace(Distribution):
 
     Raises ValueError (when validating) for ``scale <= 0``.
     """
-
-    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
-    support = constraints.real
-    has_rsample = True
-
-    def __init__(self, loc, scale, validate_args=None):
-        self.loc, self.scale = broadcast_all(loc, scale)
-        super().__init__(self.loc.shape, validate_args=validate_args)
 
     @property
     def mean(self):

@@ -155,6 +155,29 @@ class Distribution:
         """``variance.sqrt()``."""
         return _ops.sqrt(self.variance)
 
+    def expand(self, batch_shape, _instance=None):
+        """This distribution with its parameters broadcast (as views) to the larger
+        ``batch_shape``, as ``torch.distributions.Distribution.expand``: every tensor
+        attribute whose leading dims are the current batch shape is expanded to
+        ``batch_shape`` followed by its other dims. Raises RuntimeError (from ``expand``)
+        when the batch shape does not broadcast to ``batch_shape``."""
+        batch_shape = Size(as_shape(batch_shape))
+        new = _instance if _instance is not None else type(self).__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        old = tuple(self._batch_shape)
+        for k, v in self.__dict__.items():
+            if isinstance(v, Tensor) and tuple(v.shape[:len(old)]) == old:
+                new.__dict__[k] = v.expand(tuple(batch_shape) + tuple(v.shape[len(old):]))
+        self._expand_parts(new, batch_shape)
+        new._batch_shape = batch_shape
+        return new
+
+    def _expand_parts(self, new, batch_shape):
+        """Expand the distributions ``new`` is built from (none here)."""
+
+    def enumerate_support(self, expand=True):
+        raise NotImplementedError(f"{type(self).__name__} has no enumerate_support")
+
     def _extended_shape(self, sample_shape=()):
         return Size(as_shape(sample_shape) + tuple(self._batch_shape) + tuple(self._event_shape))
 

@@ -215,5 +215,9 @@ class Independent(Distribution):
     def entropy(self):
         return sum_rightmost(self.base_dist.entropy(), self.reinterpreted_batch_ndims)
 
+    def _expand_parts(self, new, batch_shape):
+        extra = tuple(self._event_shape)[:self.reinterpreted_batch_ndims]
+        new.base_dist = self.base_dist.expand(tuple(batch_shape) + extra)
+
     def __repr__(self):
         return f"Independent({self.base_dist!r}, {self.reinterpreted_batch_ndims})"

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -255,6 +256,27 @@ class Module:
             raise AttributeError(f"`{name}` is not an nn.Parameter")
         return mod._parameters[name]
 
+    def get_buffer(self, target):
+        """The buffer at the dotted path ``target``. Raises AttributeError for a path that
+        does not lead to a buffer."""
+        mod_path, _, name = target.rpartition(".")
+        mod = self.get_submodule(mod_path)
+        if name not in mod._buffers:
+            raise AttributeError(f"`{name}` is not a buffer")
+        return mod._buffers[name]
+
+    def set_submodule(self, target, module, strict=False):
+        """Put ``module`` at the dotted path ``target`` (its parent must exist). Raises
+        AttributeError for a missing parent, or (``strict``) a name not yet a submodule;
+        ValueError for an empty ``target``."""
+        if target == "":
+            raise ValueError("Cannot set the submodule without a target name!")
+        parent_path, _, name = target.rpartition(".")
+        parent = self.get_submodule(parent_path)
+        if strict and name not in parent._modules:
+            raise AttributeError(f"{parent._get_name()} has no attribute `{name}`")
+        setattr(parent, name, module)
+
     # --- traversal --------------------------------------------------------------------
     def named_modules(self, memo=None, prefix="", remove_duplicate=True):
         """``(dotted name, module)`` for this module ("") and every descendant, depth first;
@@ -412,6 +434,20 @@ class Module:
         """``to(float64)``."""
         return self.to(np.float64)
 
+    def half(self):
+        """``to(float16)`` (NumPy's half precision)."""
+        return self.to(np.float16)
+
+    def compile(self, *args, **kwargs):
+        """PyTorch compiles ``__call__`` with ``torch.compile``; chainrule has no compiler,
+        so the module runs as it is (same results). Returns None, as PyTorch's."""
+        return None
+
+    def share_memory(self):
+        """PyTorch moves the tensors to shared memory for multiprocessing; chainrule's
+        loaders run in one process, so nothing changes. Returns self."""
+        return self
+
     def cpu(self):
         return self
 
@@ -419,40 +455,163 @@ class Module:
         return self.to(dst_type)
 
     # --- state dict --------------------------------------------------------------------
+    def get_extra_state(self):
+        """Extra (non-tensor) state to save in :meth:`state_dict` under ``_extra_state``:
+        override it together with :meth:`set_extra_state` (PyTorch's protocol); the base
+        class saves none. Raises RuntimeError when called without an override."""
+        raise RuntimeError("Reached a code path in Module.get_extra_state() that should never "
+                           "be called. Please file an issue on the chainrule repository.")
+
+    def set_extra_state(self, state):
+        """Restore what :meth:`get_extra_state` returned (called by
+        :meth:`load_state_dict`). Raises RuntimeError when called without an override."""
+        raise RuntimeError("Reached a code path in Module.set_extra_state() that should never "
+                           "be called. Please file an issue on the chainrule repository.")
+
+    def _has_extra_state(self, method):
+        return getattr(type(self), method) is not getattr(Module, method)
+
+    def _save_to_state_dict(self, destination, prefix, keep_vars):
+        """Put this module's own parameters, persistent buffers and extra state (not its
+        children's) into ``destination`` under ``prefix``."""
+        for name, p in self._parameters.items():
+            if p is not None:
+                destination[prefix + name] = p if keep_vars else p.detach()
+        for name, b in self._buffers.items():
+            if b is not None and name not in self._non_persistent_buffers_set:
+                destination[prefix + name] = b if keep_vars else b.detach()
+        if self._has_extra_state("get_extra_state"):
+            destination[prefix + "_extra_state"] = self.get_extra_state()
+
     def state_dict(self, destination=None, prefix="", keep_vars=False):
         """An ordered dict ``{dotted name: tensor}`` of parameters and persistent buffers
-        (detached, sharing storage, unless ``keep_vars``)."""
+        (detached, sharing storage, unless ``keep_vars``) and ``<prefix>_extra_state`` of
+        modules that define :meth:`get_extra_state`, built as PyTorch's: each module's
+        :meth:`_save_to_state_dict`, then its children's under ``name.`` (a module or
+        parameter reachable under two names is saved under both), with the state-dict
+        hooks run."""
         if destination is None:
             destination = OrderedDict()
-        for mod_prefix, mod in self.named_modules(prefix=prefix.rstrip(".")):
-            pre = mod_prefix + "." if mod_prefix else ""
-            for name, p in mod._parameters.items():
-                if p is not None:
-                    destination[pre + name] = p if keep_vars else p.detach()
-            for name, b in mod._buffers.items():
-                if b is not None and name not in mod._non_persistent_buffers_set:
-                    destination[pre + name] = b if keep_vars else b.detach()
+        for hook in self._hooks("_state_dict_pre_hooks").values():
+            hook[0](self, prefix, keep_vars)
+        self._save_to_state_dict(destination, prefix, keep_vars)
+        for name, module in self._modules.items():
+            if module is not None:
+                module.state_dict(destination=destination, prefix=prefix + name + ".",
+                                  keep_vars=keep_vars)
+        for hook, private in self._hooks("_state_dict_hooks").values():
+            result = hook(self, destination, prefix, {})
+            if private and result is not None:
+                destination = result
         return destination
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
+                              unexpected_keys, error_msgs):
+        """Load this module's own parameters, persistent buffers and extra state (not its
+        children's) from ``state_dict`` (keys under ``prefix``), appending to
+        ``missing_keys``, ``unexpected_keys`` and ``error_msgs`` (PyTorch's protocol:
+        override it to rename or convert old keys). ``local_metadata
+        ["assign_to_params_buffers"]`` assigns the given tensors instead of copying."""
+        for hook, with_module in self._hooks("_load_state_dict_pre_hooks").values():
+            args = (state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                    error_msgs)
+            if with_module:
+                hook(self, *args)
+            else:
+                hook(*args)
+        local_state = {k: v for k, v in self._parameters.items() if v is not None}
+        local_state.update((k, v) for k, v in self._buffers.items()
+                           if v is not None and k not in self._non_persistent_buffers_set)
+        assign = local_metadata.get("assign_to_params_buffers", False)
+        for name, param in local_state.items():
+            key = prefix + name
+            if key not in state_dict:
+                if strict:
+                    missing_keys.append(key)
+                continue
+            value = state_dict[key]
+            if not isinstance(value, Tensor) and (
+                    isinstance(value, (np.generic, int, float)) or hasattr(value, "__array__")):
+                # arrays, and tensors of other libraries (a PyTorch state dict loads as is)
+                value = wrap(np.asarray(value.detach() if hasattr(value, "detach") else value))
+            if not isinstance(value, Tensor):
+                error_msgs.append(f'While copying the parameter named "{key}", expected '
+                                  f"torch.Tensor or Tensor-like object from checkpoint but "
+                                  f"received {type(value)}")
+                continue
+            if len(param.shape) == 0 and len(value.shape) == 1:  # PyTorch 0.3 checkpoints
+                value = value[0]
+            if tuple(value.shape) != tuple(param.shape):
+                error_msgs.append(f"size mismatch for {key}: copying a param with shape "
+                                  f"{tuple(value.shape)} from checkpoint, the shape in current "
+                                  f"model is {tuple(param.shape)}.")
+                continue
+            with no_grad():
+                if assign:
+                    if isinstance(param, Parameter):
+                        if isinstance(value, Parameter):
+                            value.requires_grad_(param.requires_grad)
+                        else:
+                            value = Parameter(value, requires_grad=param.requires_grad)
+                    setattr(self, name, value)
+                else:
+                    param.copy_(wrap(np.array(value._data, copy=True)))
+        extra_key = prefix + "_extra_state"
+        if self._has_extra_state("set_extra_state"):
+            if extra_key in state_dict:
+                self.set_extra_state(state_dict[extra_key])
+            elif strict:
+                missing_keys.append(extra_key)
+        elif strict and extra_key in state_dict:
+            unexpected_keys.append(extra_key)
+        if strict:
+            for key in state_dict:
+                if key.startswith(prefix) and key != extra_key:
+                    head = key[len(prefix):].split(".", 1)
+                    if len(head) > 1:
+                        if head[0] not in self._modules:
+                            unexpected_keys.append(key)
+                    elif head[0] not in local_state:
+                        unexpected_keys.append(key)
 
     def load_state_dict(self, state_dict, strict=True, assign=False):
         """Copy the values of ``state_dict`` into the parameters and buffers (in place,
-        without gradient). Returns ``(missing_keys, unexpected_keys)`` as a named tuple.
+        without gradient, cast to their dtypes), or with ``assign=True`` make the given
+        tensors the module's (parameters wrapped as Parameters keeping ``requires_grad``).
+        Each module loads its own entries with :meth:`_load_from_state_dict`, as PyTorch's,
+        then its children theirs. Returns ``(missing_keys, unexpected_keys)`` as a named
+        tuple.
 
-        Raises RuntimeError, listing them, when ``strict`` and keys are missing or
-        unexpected, or (always) when a shape differs."""
-        own = self.state_dict(keep_vars=True)
-        missing = [k for k in own if k not in state_dict]
-        unexpected = [k for k in state_dict if k not in own]
-        errors = []
-        for k, t in own.items():
-            if k not in state_dict:
-                continue
-            v = state_dict[k]
-            arr = v._data if isinstance(v, Tensor) else np.asarray(v)
-            if tuple(arr.shape) != tuple(t.shape):
-                errors.append(f"size mismatch for {k}: copying a param with shape "
-                              f"{tuple(arr.shape)} from checkpoint, the shape in current "
-                              f"model is {tuple(t.shape)}.")
+        Raises TypeError when ``state_dict`` is not a mapping; RuntimeError, listing them,
+        when ``strict`` and keys are missing or unexpected, or (always) when a shape
+        differs or an entry is not a tensor (after loading the other entries, as
+        PyTorch)."""
+        if not isinstance(state_dict, Mapping):
+            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
+        missing, unexpected, errors = [], [], []
+        metadata = getattr(state_dict, "_metadata", None)
+        state_dict = OrderedDict(state_dict)
+
+        def load(module, local_state_dict, prefix=""):
+            local_metadata = {} if metadata is None else dict(metadata.get(prefix[:-1], {}))
+            if assign:
+                local_metadata["assign_to_params_buffers"] = assign
+            module._load_from_state_dict(local_state_dict, prefix, local_metadata, True,
+                                         missing, unexpected, errors)
+            for name, child in module._modules.items():
+                if child is not None:
+                    child_prefix = prefix + name + "."
+                    load(child, {k: v for k, v in local_state_dict.items()
+                                 if k.startswith(child_prefix)}, child_prefix)
+            incompatible = _IncompatibleKeys(missing, unexpected)
+            for hook, _ in module._hooks("_load_state_dict_post_hooks").values():
+                if hook(module, incompatible) is not None:
+                    raise RuntimeError("Hooks registered with "
+                                       "``register_load_state_dict_post_hook`` are not "
+                                       "expected to return new values, if incompatible_keys "
+                                       "need to be modified, it should be done inplace.")
+
+        load(self, state_dict)
         if strict:
             if unexpected:
                 errors.insert(0, "Unexpected key(s) in state_dict: "
@@ -463,13 +622,40 @@ class Module:
         if errors:
             raise RuntimeError(f"Error(s) in loading state_dict for {type(self).__name__}:\n\t"
                                + "\n\t".join(errors))
-        with no_grad():
-            for k, t in own.items():
-                if k in state_dict:
-                    v = state_dict[k]
-                    arr = v._data if isinstance(v, Tensor) else np.asarray(v)
-                    t.copy_(wrap(np.array(arr, copy=True)))
         return _IncompatibleKeys(missing, unexpected)
+
+    # --- state-dict hooks -------------------------------------------------------------
+    def register_state_dict_pre_hook(self, hook):
+        """``hook(module, prefix, keep_vars)`` runs before :meth:`state_dict` saves this
+        module. Returns a removable handle."""
+        return add_hook(self._hooks("_state_dict_pre_hooks"), hook, False, False)
+
+    def register_state_dict_post_hook(self, hook):
+        """``hook(module, state_dict, prefix, local_metadata)`` runs after this module's
+        entries are saved (it may change ``state_dict`` in place). Returns a handle."""
+        return add_hook(self._hooks("_state_dict_hooks"), hook, False, False)
+
+    def _register_state_dict_hook(self, hook):
+        """PyTorch's private form of :meth:`register_state_dict_post_hook`: a hook returning
+        a dict replaces the state dict."""
+        return add_hook(self._hooks("_state_dict_hooks"), hook, False, True)
+
+    def register_load_state_dict_pre_hook(self, hook):
+        """``hook(module, state_dict, prefix, local_metadata, strict, missing_keys,
+        unexpected_keys, error_msgs)`` runs before this module loads its entries (it may
+        edit ``state_dict``). Returns a removable handle."""
+        return add_hook(self._hooks("_load_state_dict_pre_hooks"), hook, False, True)
+
+    def _register_load_state_dict_pre_hook(self, hook, with_module=False):
+        """PyTorch's private form: ``hook(state_dict, prefix, ...)`` (with ``module`` first
+        when ``with_module``)."""
+        return add_hook(self._hooks("_load_state_dict_pre_hooks"), hook, False, with_module)
+
+    def register_load_state_dict_post_hook(self, hook):
+        """``hook(module, incompatible_keys)`` runs after this module and its children are
+        loaded (it may edit the missing / unexpected key lists in place; returning a value
+        raises RuntimeError). Returns a removable handle."""
+        return add_hook(self._hooks("_load_state_dict_post_hooks"), hook, False, None)
 
     # --- calling and printing -------------------------------------------------------
     def forward(self, *args, **kwargs):
@@ -574,6 +760,23 @@ class _ModuleSequence(Module):
             raise IndexError(f"index {idx} is out of range")
         return idx % n
 
+    def __delitem__(self, idx):
+        """Remove the module(s) at ``idx`` (an int or a slice); the later ones are
+        renumbered from 0, as PyTorch's."""
+        keys = list(self._modules)
+        for k in (keys[idx] if isinstance(idx, slice) else [keys[self._index(idx)]]):
+            del self._modules[k]
+        items = list(self._modules.values())
+        self._modules.clear()
+        for i, m in enumerate(items):
+            self._modules[str(i)] = m
+
+    def pop(self, idx):
+        """Remove and return the module at ``idx`` (the later ones are renumbered)."""
+        m = self[idx]
+        del self[idx]
+        return m
+
     def __len__(self):
         return len(self._modules)
 
@@ -609,14 +812,44 @@ class Sequential(_ModuleSequence):
         key = list(self._modules)[self._index(idx)]
         self.add_module(key, module)
 
-    def __delitem__(self, idx):
-        keys = list(self._modules)
-        for k in (keys[idx] if isinstance(idx, slice) else [keys[self._index(idx)]]):
-            del self._modules[k]
-        items = list(self._modules.values())
+    def insert(self, index, module):
+        """Insert ``module`` before ``index`` (``-len <= index <= len``); returns self.
+        Raises IndexError for an index out of range."""
+        n = len(self._modules)
+        if not -n <= index <= n:
+            raise IndexError(f"Index out of range: {index}")
+        items = list(self._modules.items())
+        items.insert(index + n if index < 0 else index, (None, module))
         self._modules.clear()
-        for i, m in enumerate(items):
-            self._modules[str(i)] = m
+        for i, (key, m) in enumerate(items):
+            self.add_module(str(i) if key is None or key.isdigit() else key, m)
+        return self
+
+    def extend(self, sequential):
+        """Append each module of ``sequential``; returns self."""
+        for m in sequential:
+            self.append(m)
+        return self
+
+    def __add__(self, other):
+        if not isinstance(other, Sequential):
+            raise ValueError(f"add operator supports only objects of Sequential class, but "
+                             f"{type(other)} is given.")
+        return Sequential(*self, *other)
+
+    def __iadd__(self, other):
+        if not isinstance(other, Sequential):
+            raise ValueError(f"add operator supports only objects of Sequential class, but "
+                             f"{type(other)} is given.")
+        return self.extend(list(other))
+
+    def __mul__(self, other):
+        if not isinstance(other, int):
+            raise TypeError(f"unsupported operand type(s) for *: {type(self)} and "
+                            f"{type(other)}")
+        if other <= 0:
+            raise ValueError(f"Non-positive multiplication factor {other} for {type(self)}")
+        return Sequential(*(list(self) * other))
 
     def forward(self, input):
         for m in self._modules.values():
@@ -639,6 +872,27 @@ class ModuleList(_ModuleSequence):
 
     def __setitem__(self, idx, module):
         self.add_module(str(self._index(idx)), module)
+
+    def __add__(self, other):
+        return ModuleList(list(self) + list(other))
+
+    def __repr__(self):
+        # PyTorch's compressed form: a run of modules with the same repr is one line,
+        # "(i-j): n x Module(...)"
+        reprs = [repr(m) for m in self]
+        if not reprs:
+            return self._get_name() + "()"
+        runs = []  # [start, end, repr]
+        for i, r in enumerate(reprs):
+            if runs and runs[-1][2] == r:
+                runs[-1][1] = i
+            else:
+                runs.append([i, i, r])
+        lines = []
+        for start, end, r in runs:
+            head = f"({start}): " if start == end else f"({start}-{end}): {end - start + 1} x "
+            lines.append(_addindent(head + r, 2))
+        return self._get_name() + "(\n  " + "\n  ".join(lines) + "\n)"
 
     def extend(self, modules):
         """Append each module of ``modules``; returns self."""
@@ -721,6 +975,9 @@ class _DictOf(Module):
 class ModuleDict(_DictOf):
     """A dict of modules, registered in insertion order."""
 
+    def __init__(self, modules=None):
+        super().__init__(modules)
+
     def __setitem__(self, key, module):
         self.add_module(key, module)
 
@@ -777,19 +1034,52 @@ class ParameterList(Module):
         return self.extend(values)
 
     def extra_repr(self):
-        return "\n".join(f"({i}): Parameter containing: [{p.dtype} of size {tuple(p.shape)}]"
+        return "\n".join(f"  ({i}): " + _param_line(p, str(np.dtype(p.dtype)))
                          for i, p in enumerate(self))
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError("ParameterList has no forward: index it or iterate over it")
 
 
+_TYPENAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
+              "int64": "LongTensor", "int32": "IntTensor", "int16": "ShortTensor",
+              "int8": "CharTensor", "uint8": "ByteTensor", "bool": "BoolTensor",
+              "complex64": "ComplexFloatTensor", "complex128": "ComplexDoubleTensor"}
+
+
+def _param_line(p, type_name):
+    """PyTorch's line for one entry of a ParameterList / ParameterDict repr."""
+    if not isinstance(p, Tensor):
+        return f"Object of type: {type(p).__name__}"
+    kind = "Parameter" if isinstance(p, Parameter) else "Tensor"
+    return f"{kind} containing: [{type_name} of size {'x'.join(str(n) for n in p.shape)}]"
+
+
 class ParameterDict(_DictOf):
-    """A dict of parameters, registered under their keys in insertion order (dict methods:
-    ``keys``, ``values``, ``items``, ``update``, ``pop``, ``get``, ``in``). Tensors put in
-    become Parameters."""
+    """A dict of parameters, registered under their keys (dict methods: ``keys``,
+    ``values``, ``items``, ``update``, ``pop``, ``get``, ``in``). Tensors put in become
+    Parameters. As PyTorch's, a plain ``dict`` given to the constructor or ``update`` is
+    added in sorted key order (an ``OrderedDict``, a ParameterDict or pairs keep theirs)."""
 
     _store = "_parameters"
+
+    def __init__(self, parameters=None):
+        super().__init__(parameters)
+
+    def update(self, items):
+        """Add the ``(name, value)`` pairs of a mapping (a plain dict sorted by key, as
+        PyTorch) or of an iterable of pairs."""
+        if isinstance(items, dict) and not isinstance(items, OrderedDict):
+            items = sorted(items.items())
+        super().update(items)
+
+    def extra_repr(self):
+        lines = []
+        for k, p in self.items():
+            name = _TYPENAMES.get(str(np.dtype(p.dtype)), "Tensor") if isinstance(p, Tensor) \
+                else ""
+            lines.append(f"  ({k}): " + _param_line(p, "chainrule." + name))
+        return "\n".join(lines)
 
     def __setitem__(self, key, value):
         self.register_parameter(key, _as_parameter(value))

@@ -20,6 +20,7 @@ import math
 
 import numpy as np
 
+from .. import _creation
 from .. import ops as _ops
 from .._dispatch import name_errors
 from .._tensor import wrap
@@ -30,10 +31,14 @@ from .modules import BatchNorm1d, _empty, reset_weight_and_bias, weight_and_bias
 
 __all__ = ["Conv1d", "Conv2d", "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d",
            "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
-           "BatchNorm2d"]
+           "BatchNorm2d", "MaxUnpool1d", "MaxUnpool2d", "LPPool1d", "LPPool2d",
+           "SyncBatchNorm", "ChannelShuffle"]
 FUNCTIONAL = ["conv1d", "conv2d", "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d",
               "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d",
-              "adaptive_max_pool2d"]
+              "adaptive_max_pool2d", "max_unpool1d", "max_unpool2d", "lp_pool1d", "lp_pool2d",
+              "max_pool1d_with_indices", "max_pool2d_with_indices",
+              "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices",
+              "channel_shuffle"]
 
 
 # --- helpers -----------------------------------------------------------------------------
@@ -249,7 +254,7 @@ def _conv(input, weight, bias, stride, padding, dilation, groups, n, fname):
         out = _ops.matmul(win, wm).transpose(-1, -2).reshape(b, c_out, *outs)
     if bias is not None:
         out = out + _t(bias).reshape(c_out, *(1,) * n)
-    return _unbatch(out, unbatched)
+    return _unbatch(out.contiguous(), unbatched)  # row-major, as PyTorch's (x.view works)
 
 
 _CONV_DOC = """Convolution (cross-correlation, as PyTorch) over {n} spatial dim(s).
@@ -295,8 +300,8 @@ def _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_i
     pos, pads, _ = _pool_geometry(x, k, s, p, d, ceil_mode, fname)
     out = _max_select(_pad(x, pads, -math.inf), tuple(x.shape[2:]), pos, p, return_indices)
     if return_indices:
-        return _unbatch(out[0], unbatched), _unbatch(out[1], unbatched)
-    return _unbatch(out, unbatched)
+        return _unbatch(out[0].contiguous(), unbatched), _unbatch(out[1], unbatched)
+    return _unbatch(out.contiguous(), unbatched)
 
 
 _MAX_DOC = """Max pooling over {n} spatial dim(s): input (N, C, {sp}) or (C, {sp}) ->
@@ -414,7 +419,7 @@ def _adaptive_avg(input, output_size, n, fname):
         dim = 2 + i - (n + 2)  # the averaging matrix (O, L) applied to spatial dim i
         out = _ops.matmul(out.transpose(dim, -1), wrap(avg.T.astype(x.dtype))).transpose(dim,
                                                                                          -1)
-    return _unbatch(out, unbatched)
+    return _unbatch(out.contiguous(), unbatched)
 
 
 def _adaptive_max(input, output_size, return_indices, n, fname):
@@ -425,8 +430,8 @@ def _adaptive_max(input, output_size, return_indices, n, fname):
         pos.append(start[:, None] + np.minimum(taps[None, :], (end - start - 1)[:, None]))
     out = _max_select(x, tuple(x.shape[2:]), pos, (0,) * n, return_indices)
     if return_indices:
-        return _unbatch(out[0], unbatched), _unbatch(out[1], unbatched)
-    return _unbatch(out, unbatched)
+        return _unbatch(out[0].contiguous(), unbatched), _unbatch(out[1], unbatched)
+    return _unbatch(out.contiguous(), unbatched)
 
 
 _ADAPTIVE_DOC = """Adaptive {kind} pooling over {n} spatial dim(s) to ``output_size`` (an
@@ -465,6 +470,145 @@ for _fn, _kind, _n in ((adaptive_avg_pool1d, "average", 1), (adaptive_avg_pool2d
         kind=_kind, n=_n, sp="L" if _n == 1 else "H, W", osp="O" if _n == 1 else "O_H, O_W",
         tuple_note="" if _n == 1 else "; None keeps that dim's input size", n1=_n + 1,
         n2=_n + 2, extra=_MAX_EXTRA if _kind == "max" else "")
+
+
+# --- unpooling and power-average pooling ---------------------------------------------------
+
+def _unpool_output_size(input, kernel_size, stride, padding, output_size):
+    """PyTorch's default unpooled size ``(L - 1) stride + k - 2 padding`` per spatial dim,
+    or the given ``output_size`` (the spatial sizes, or with N and C first), which must lie
+    strictly within ``stride`` of it."""
+    n = len(kernel_size)
+    shape = tuple(input.shape)
+    default = [(shape[-n + d] - 1) * stride[d] + kernel_size[d] - 2 * padding[d]
+               for d in range(n)]
+    if output_size is None:
+        return default
+    output_size = [int(v) for v in output_size]
+    if len(output_size) == n + 2:
+        output_size = output_size[2:]
+    if len(output_size) != n:
+        raise ValueError(f"output_size should be a sequence containing {n} or {n + 2} "
+                         f"elements, but it has a length of '{len(output_size)}'")
+    for d in range(n):
+        lo, hi = default[d] - stride[d], default[d] + stride[d]
+        if not lo < output_size[d] < hi:
+            raise ValueError(f'invalid output_size "{output_size}" (dim {d} must be between '
+                             f"{lo} and {hi})")
+    return output_size
+
+
+def _max_unpool(input, indices, kernel_size, stride, padding, output_size, n, fname):
+    x, unbatched = _batched(input, n, fname)
+    idx = _t(indices)
+    if unbatched:
+        idx = _ops.unsqueeze(idx, 0)
+    k = _tup(kernel_size, n, "kernel_size", fname)
+    s = k if stride is None else _tup(stride, n, "stride", fname)
+    p = _tup(padding, n, "padding", fname)
+    out_size = _unpool_output_size(x, k, s, p, output_size)
+    if tuple(idx.shape) != tuple(x.shape):
+        raise RuntimeError(f"{fname}: Expected shape of indices to be same as that of the "
+                           f"input tensor ({_size(x.shape)}) but got indices tensor with "
+                           f"shape: {_size(idx.shape)}")
+    b, c = x.shape[:2]
+    plane = math.prod(out_size)
+    flat_idx = idx.reshape(b, c, -1)
+    iv = np.asarray(flat_idx.numpy())
+    if iv.size and (iv.min() < 0 or iv.max() >= plane):
+        raise RuntimeError(f"{fname}: Found an invalid max index: {int(iv.max())} (output "
+                           f"volumes are of size {' x '.join(map(str, out_size))})")
+    zeros = _creation.zeros((b, c, plane), dtype=x.dtype)
+    src = x.reshape(b, c, -1)
+    out = _ops.scatter(zeros, 2, flat_idx, src.detach())
+    # the gradient is PyTorch's: every input entry gets the output gradient at its index,
+    # also when (overlapping pooling windows) an index appears twice; the added term is 0
+    added = _ops.scatter_add(zeros, 2, flat_idx, src)
+    out = out + (added - added.detach())
+    return _unbatch(out.reshape(b, c, *out_size), unbatched)
+
+
+def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The partial inverse of :func:`max_pool1d`: ``input`` (N, C, L) or (C, L) placed at
+    the flat positions ``indices`` (from ``max_pool1d(..., return_indices=True)``) of a
+    zero output of length ``(L - 1) stride + kernel_size - 2 padding`` (or
+    ``output_size``); gradients flow to ``input``, as ``torch.nn.functional.max_unpool1d``.
+
+    Raises ValueError for an ``output_size`` out of range, RuntimeError for indices of
+    another shape or out of range."""
+    return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 1,
+                       "max_unpool1d")
+
+
+def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The partial inverse of :func:`max_pool2d` (see :func:`max_unpool1d`): input
+    (N, C, H, W) or (C, H, W); output spatial sizes ``(H - 1) stride + k - 2 padding`` (or
+    ``output_size``), as ``torch.nn.functional.max_unpool2d``.
+
+    Raises ValueError for an ``output_size`` out of range, RuntimeError for indices of
+    another shape or out of range."""
+    return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 2,
+                       "max_unpool2d")
+
+
+def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """Power-average pooling ``(sum_window x^p)^(1/p)`` (N, C, L) -> (N, C, L_out), as
+    ``torch.nn.functional.lp_pool1d`` (``avg_pool1d`` of ``x^p`` times the window size)."""
+    out = avg_pool1d(_t(input) ** norm_type, kernel_size, stride, 0, ceil_mode)
+    k = _tup(kernel_size, 1, "kernel_size", "lp_pool1d")[0]
+    return ((_ops.sign(out) * F.relu(_ops.abs(out))) * k) ** (1.0 / norm_type)
+
+
+def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """Power-average pooling ``(sum_window x^p)^(1/p)`` (N, C, H, W) -> (N, C, H_out,
+    W_out), as ``torch.nn.functional.lp_pool2d``."""
+    kh, kw = _tup(kernel_size, 2, "kernel_size", "lp_pool2d")
+    out = avg_pool2d(_t(input) ** norm_type, kernel_size, stride, 0, ceil_mode)
+    return ((_ops.sign(out) * F.relu(_ops.abs(out))) * (kh * kw)) ** (1.0 / norm_type)
+
+
+def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
+                            ceil_mode=False, return_indices=True):
+    """:func:`max_pool1d` returning ``(values, indices)`` (PyTorch's name)."""
+    return max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
+                            ceil_mode=False, return_indices=True):
+    """:func:`max_pool2d` returning ``(values, indices)`` (PyTorch's name)."""
+    return max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def adaptive_max_pool1d_with_indices(input, output_size, return_indices=True):
+    """:func:`adaptive_max_pool1d` returning ``(values, indices)`` (PyTorch's name)."""
+    return adaptive_max_pool1d(input, output_size, True)
+
+
+def adaptive_max_pool2d_with_indices(input, output_size, return_indices=True):
+    """:func:`adaptive_max_pool2d` returning ``(values, indices)`` (PyTorch's name)."""
+    return adaptive_max_pool2d(input, output_size, True)
+
+
+def channel_shuffle(input, groups):
+    """Interleave the channels of ``input`` (N, C, ...) in ``groups`` groups (ShuffleNet):
+    channel ``g * (C / groups) + k`` goes to position ``k * groups + g``, as
+    ``torch.nn.functional.channel_shuffle``.
+
+    Raises RuntimeError for fewer than 3 dims, ``groups <= 0`` or C not divisible by
+    ``groups``."""
+    x = _t(input)
+    if x.ndim < 3:
+        raise RuntimeError(f"channel_shuffle expects input to have at least 3 dimensions, but "
+                           f"got input with sizes {list(x.shape)}")
+    if groups <= 0:
+        raise RuntimeError(f"Number of groups to divide channels in must be positive. Value "
+                           f"of groups:{groups}")
+    n, c = x.shape[:2]
+    if c % groups:
+        raise RuntimeError(f"Number of channels must be divisible by groups. Got {c} channels "
+                           f"and {groups} groups.")
+    rest = tuple(x.shape[2:])
+    return x.reshape(n, groups, c // groups, *rest).transpose(1, 2).reshape(n, c, *rest)
 
 
 for _name in FUNCTIONAL:  # an error preparing the arguments names the function
@@ -715,3 +859,112 @@ class BatchNorm2d(BatchNorm1d):
         if input.ndim != 4:
             raise ValueError(f"BatchNorm2d: expected 4D input (got {input.ndim}D input of "
                              f"shape {list(input.shape)})")
+
+
+class _MaxUnpoolNd(Module):
+    _n = 2
+
+    def __init__(self, kernel_size, stride=None, padding=0):
+        super().__init__()
+        n = self._n
+        self.kernel_size = _tup(kernel_size, n, "kernel_size", type(self).__name__)
+        self.stride = _tup(stride if stride is not None else kernel_size, n, "stride",
+                           type(self).__name__)
+        self.padding = _tup(padding, n, "padding", type(self).__name__)
+
+    def forward(self, input, indices, output_size=None):
+        fn = max_unpool1d if self._n == 1 else max_unpool2d
+        return fn(input, indices, self.kernel_size, self.stride, self.padding, output_size)
+
+    def extra_repr(self):
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxUnpool1d(_MaxUnpoolNd):
+    """:func:`~chainrule.nn.functional.max_unpool1d` with the constructor's arguments;
+    ``forward(input, indices, output_size=None)``."""
+    _n = 1
+
+
+class MaxUnpool2d(_MaxUnpoolNd):
+    """:func:`~chainrule.nn.functional.max_unpool2d` with the constructor's arguments;
+    ``forward(input, indices, output_size=None)``."""
+    _n = 2
+
+
+class _LPPoolNd(Module):
+    def __init__(self, norm_type, kernel_size, stride=None, ceil_mode=False):
+        super().__init__()
+        self.norm_type, self.kernel_size = norm_type, kernel_size
+        self.stride, self.ceil_mode = stride, ceil_mode
+
+    def extra_repr(self):
+        return (f"norm_type={self.norm_type}, kernel_size={self.kernel_size}, "
+                f"stride={self.stride}, ceil_mode={self.ceil_mode}")
+
+
+class LPPool1d(_LPPoolNd):
+    """:func:`~chainrule.nn.functional.lp_pool1d` with the constructor's arguments."""
+
+    def forward(self, input):
+        return lp_pool1d(input, self.norm_type, self.kernel_size, self.stride, self.ceil_mode)
+
+
+class LPPool2d(_LPPoolNd):
+    """:func:`~chainrule.nn.functional.lp_pool2d` with the constructor's arguments."""
+
+    def forward(self, input):
+        return lp_pool2d(input, self.norm_type, self.kernel_size, self.stride, self.ceil_mode)
+
+
+class SyncBatchNorm(BatchNorm1d):
+    """Batch normalisation over every dim but the channel one of (N, C, ...) inputs, as
+    ``torch.nn.SyncBatchNorm`` in a single process (chainrule has no process groups: the
+    statistics are the batch's, as BatchNorm's). ``process_group`` is accepted and
+    ignored.
+
+    Raises ValueError for an input of fewer than 2 dims."""
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
+                 track_running_stats=True, process_group=None, device=None, dtype=None, *,
+                 bias=True):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device,
+                         dtype, bias=bias)
+        self.process_group = process_group
+
+    def _check_input_dim(self, input):
+        if input.ndim < 2:
+            raise ValueError(f"expected at least 2D input (got {input.ndim}D input)")
+
+    @classmethod
+    def convert_sync_batchnorm(cls, module, process_group=None):
+        """``module`` with every batch-norm layer replaced by a SyncBatchNorm sharing its
+        parameters and running statistics (recursively), as PyTorch's."""
+        out = module
+        if isinstance(module, BatchNorm1d) and not isinstance(module, SyncBatchNorm):
+            out = cls(module.num_features, module.eps, module.momentum, module.affine,
+                      module.track_running_stats, process_group, bias=module.bias is not None)
+            if module.affine:
+                out.weight = module.weight
+                out.bias = module.bias
+            out.running_mean = module.running_mean
+            out.running_var = module.running_var
+            out.num_batches_tracked = module.num_batches_tracked
+            out.training = module.training
+        for name, child in module.named_children():
+            out.add_module(name, cls.convert_sync_batchnorm(child, process_group))
+        return out
+
+
+class ChannelShuffle(Module):
+    """:func:`~chainrule.nn.functional.channel_shuffle` with ``groups``."""
+
+    def __init__(self, groups):
+        super().__init__()
+        self.groups = groups
+
+    def forward(self, input):
+        return channel_shuffle(input, self.groups)
+
+    def extra_repr(self):
+        return f"groups={self.groups}"

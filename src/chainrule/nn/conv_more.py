@@ -39,7 +39,8 @@ from .modules import _NormBase
 __all__ = ["ConvTranspose1d", "ConvTranspose2d", "Upsample", "UpsamplingNearest2d",
            "UpsamplingBilinear2d", "InstanceNorm1d", "InstanceNorm2d", "Unfold", "Fold"]
 FUNCTIONAL = ["conv_transpose1d", "conv_transpose2d", "interpolate", "upsample",
-              "upsample_nearest", "upsample_bilinear", "instance_norm", "unfold", "fold"]
+              "upsample_nearest", "upsample_bilinear", "instance_norm", "unfold", "fold",
+              "affine_grid", "grid_sample"]
 
 
 # --- col2im ------------------------------------------------------------------------------
@@ -330,6 +331,34 @@ def _linear_weights(L, o, scale, align_corners):
     return i0, i1, 1.0 - lam, lam
 
 
+def _cubic_weights(L, o, scale, align_corners, A=-0.75):
+    """PyTorch's bicubic source taps (four index arrays, clamped into ``[0, L - 1]``) and
+    their weights (Keys' cubic convolution with ``A = -0.75``) per output entry; the source
+    position is not clamped at 0, as PyTorch's ``area_pixel_compute_source_index`` for
+    cubic."""
+    i = np.arange(o)
+    if o == L:
+        eye = [np.zeros(o), np.ones(o), np.zeros(o), np.zeros(o)]
+        return [i, i, i, i], eye
+    if align_corners:
+        src = ((L - 1) / (o - 1) if o > 1 else 0.0) * i
+    else:
+        ratio = 1.0 / scale if scale is not None and scale > 0 else L / o
+        src = ratio * (i + 0.5) - 0.5
+    i0 = np.floor(src).astype(np.int64)
+    t = src - i0
+
+    def near(x):  # |x| <= 1
+        return ((A + 2) * x - (A + 3)) * x * x + 1
+
+    def far(x):  # 1 < |x| < 2
+        return ((A * x - 5 * A) * x + 8 * A) * x - 4 * A
+
+    weights = [far(t + 1.0), near(t), near(1.0 - t), far(2.0 - t)]
+    taps = [np.clip(i0 - 1 + k, 0, L - 1) for k in range(4)]
+    return taps, weights
+
+
 def _along(x, dim, idx):
     """``x`` indexed with the int array ``idx`` along ``dim`` (a gather; its gradient is a
     scatter-add)."""
@@ -344,11 +373,13 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
 
     Modes: ``'nearest'`` (PyTorch's legacy rule: source ``floor(i scale)``),
     ``'nearest-exact'`` (``floor((i + 0.5) scale)``), ``'linear'`` (3-D input),
-    ``'bilinear'`` (4-D input), both with ``align_corners`` (default False: pixel centres;
-    True: corner pixels aligned, the scale factor unused), and ``'area'`` (adaptive average
-    pooling). The scale used for source positions is ``1 / scale_factor`` when a scale
-    factor is given (unless ``recompute_scale_factor=True``), else ``in / out``, as
-    PyTorch. The output keeps the input's dtype; gradients flow to ``input``.
+    ``'bilinear'`` and ``'bicubic'`` (4-D input; Keys' cubic convolution, ``A = -0.75``,
+    taps clamped at the border, no clamping of the result), all with ``align_corners``
+    (default False: pixel centres; True: corner pixels aligned, the scale factor unused),
+    and ``'area'`` (adaptive average pooling). The scale used for source positions is
+    ``1 / scale_factor`` when a scale factor is given (unless
+    ``recompute_scale_factor=True``), else ``in / out``, as PyTorch. The output keeps the
+    input's dtype; gradients flow to ``input``.
 
     Raises
     ------
@@ -362,9 +393,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         An output size below 1.
     NotImplementedError
         An unknown mode or an input that is not 3-D, 4-D or 5-D (PyTorch's message); a
-        linear mode on an input of the wrong rank (PyTorch's message); modes chainrule
-        lacks (``'bicubic'``, ``'trilinear'``, ``'lanczos'``), 5-D inputs, or
-        ``antialias=True``, each naming what is missing.
+        linear mode on an input of the wrong rank (PyTorch's message); bicubic on an input
+        that is not 4-D (PyTorch's message); modes chainrule lacks (``'trilinear'``,
+        ``'lanczos'``), 5-D inputs, or ``antialias=True``, each naming what is missing.
     """
     x = _t(input)
     if mode in ("nearest", "area", "nearest-exact"):
@@ -428,15 +459,15 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         need = {3: "linear", 4: "bilinear", 5: "trilinear"}
         raise NotImplementedError(f"interpolate: Got {x.ndim}D input, but {mode} mode needs "
                                   f"{_LINEAR[mode]}D input (use mode={need[x.ndim]!r})")
-    if mode not in _MODES or x.ndim not in (3, 4, 5):
+    if mode not in _MODES or x.ndim not in (3, 4, 5) or (mode == "bicubic" and x.ndim != 4):
         raise NotImplementedError(
             f"interpolate: Input Error: Only 3D, 4D and 5D input Tensors supported (got "
             f"{x.ndim}D) for the modes: nearest | linear | bilinear | bicubic | trilinear | "
             f"lanczos | area | nearest-exact (got {mode})")
-    if mode in ("bicubic", "trilinear", "lanczos"):
+    if mode in ("trilinear", "lanczos"):
         raise NotImplementedError(f"interpolate: mode={mode!r} is not implemented in chainrule "
                                   "(supported: 'nearest', 'nearest-exact', 'linear', "
-                                  "'bilinear', 'area')")
+                                  "'bilinear', 'bicubic', 'area')")
     if x.ndim == 5:
         raise NotImplementedError(f"interpolate: 5-D (volumetric) inputs are not implemented "
                                   f"in chainrule (mode={mode!r})")
@@ -461,12 +492,18 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
             pick = _nearest_index(L, o, sc, mode == "nearest-exact", ft, dim == 2)
             out = _along(out, 2 + i, pick)
             continue
-        i0, i1, l0, l1 = _linear_weights(L, o, sc, align_corners)
         shape = (o,) + (1,) * (dim - 1 - i)
+        if mode == "bicubic":
+            taps, weights = _cubic_weights(L, o, sc, align_corners)
+            terms = [_along(out, 2 + i, idx) * wrap(w.reshape(shape).astype(x.dtype))
+                     for idx, w in zip(taps, weights)]
+            out = terms[0] + terms[1] + terms[2] + terms[3]
+            continue
+        i0, i1, l0, l1 = _linear_weights(L, o, sc, align_corners)
         w0 = wrap(l0.reshape(shape).astype(x.dtype))
         w1 = wrap(l1.reshape(shape).astype(x.dtype))
         out = _along(out, 2 + i, i0) * w0 + _along(out, 2 + i, i1) * w1
-    return out
+    return out.contiguous()  # row-major, as PyTorch's
 
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
@@ -553,6 +590,170 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
         out = out * _t(weight).reshape(bshape)
     if bias is not None:
         out = out + _t(bias).reshape(bshape)
+    return out
+
+
+# --- spatial transformers ----------------------------------------------------------------
+
+def affine_grid(theta, size, align_corners=None):
+    """The sampling grid of a batch of 2-d affine maps, as
+    ``torch.nn.functional.affine_grid``: ``theta`` (N, 2, 3) and ``size`` ``(N, C, H, W)``
+    give a grid (N, H, W, 2) whose ``[n, i, j]`` is ``theta[n] @ (x_j, y_i, 1)``, with
+    ``x_j``, ``y_i`` the pixel positions normalised to [-1, 1] (corner pixel centres at
+    -1 and 1 with ``align_corners=True``; else the pixel edges, default False).
+    Differentiable in ``theta``.
+
+    Raises
+    ------
+    ValueError
+        ``theta`` not of shape (N, 2, 3) for a 4-element ``size``, or a non-positive size.
+    NotImplementedError
+        A 5-element (volumetric) ``size``.
+    """
+    theta = _t(theta)
+    if align_corners is None:
+        align_corners = False
+    size = tuple(int(v) for v in size)
+    if len(size) == 5:
+        raise NotImplementedError("affine_grid: 3-d (volumetric) grids are not implemented in "
+                                  "chainrule")
+    if len(size) != 4:
+        raise NotImplementedError(f"affine_grid only supports 4D and 5D sizes, for 2D and 3D "
+                                  f"affine transforms, respectively. Got size {size}.")
+    N, _, H, W = size
+    if tuple(theta.shape) != (N, 2, 3) or not np.dtype(theta.dtype).kind == "f":
+        raise ValueError(f"Expected a batch of 2D affine matrices of shape Nx2x3 for size "
+                         f"{size}. Got {tuple(theta.shape)}.")
+    if min(size) <= 0:
+        raise ValueError(f"Expected non-zero, positive output size. Got {size}")
+
+    dt = np.dtype(theta.dtype)
+
+    def lin(n):  # PyTorch's linspace(-1, 1, n) in theta's dtype (each entry rounded once,
+        #         as its fused multiply-add), then (n - 1) / n
+        if n <= 1:
+            return np.zeros(max(n, 0), dt)
+        wide = np.float64 if dt == np.float32 else np.longdouble
+        step = wide(dt.type(2.0) / dt.type(n - 1))
+        i = np.arange(n)
+        v = np.where(i < n // 2, -1 + step * i.astype(wide),
+                     1 - step * (n - 1 - i).astype(wide)).astype(dt)
+        return v if align_corners else v * dt.type(n - 1) / dt.type(n)
+
+    xs, ys = np.meshgrid(lin(W), lin(H))  # (H, W) each
+    base = np.stack([xs, ys, np.ones_like(xs)], -1).reshape(1, H * W, 3)
+    base = wrap(base.astype(dt))
+    grid = _ops.matmul(base, _ops.transpose(theta, 1, 2))  # (N, H W, 2)
+    return grid.reshape(N, H, W, 2)
+
+
+def _unnormalize(coord, size, align_corners):
+    if align_corners:
+        return (coord + 1) / 2 * (size - 1)
+    return ((coord + 1) * size - 1) / 2
+
+
+def _reflect(coord, twice_low, twice_high):
+    """PyTorch's ``reflect_coordinates``: ``coord`` folded into [low, high] by reflection."""
+    if twice_low == twice_high:
+        return coord * 0
+    lo = twice_low / 2
+    span = (twice_high - twice_low) / 2
+    c = _ops.abs(coord - lo)
+    flips = np.floor(np.asarray(c.detach().numpy()) / span)
+    extra = c - wrap((flips * span).astype(np.dtype(c.dtype)))
+    even = wrap(flips % 2 == 0)
+    return _ops.where(even, extra + lo, span - extra + lo)
+
+
+def _source_coord(coord, size, padding_mode, align_corners):
+    c = _unnormalize(coord, size, align_corners)
+    if padding_mode == "border":
+        c = _ops.clamp(c, 0, size - 1)
+    elif padding_mode == "reflection":
+        c = _reflect(c, 0, 2 * (size - 1)) if align_corners else \
+            _reflect(c, -1, 2 * size - 1)
+        c = _ops.clamp(c, 0, size - 1)
+    return c
+
+
+def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
+    """Sample ``input`` (N, C, H, W) at the normalised positions ``grid`` (N, Ho, Wo, 2),
+    ``grid[..., 0]`` the x (width) and ``grid[..., 1]`` the y (height) coordinate in
+    [-1, 1], as ``torch.nn.functional.grid_sample``; output (N, C, Ho, Wo).
+
+    ``mode``: ``'bilinear'`` (differentiable in ``input`` and ``grid``) or ``'nearest'``
+    (round half to even; no gradient to ``grid``). ``padding_mode``: ``'zeros'`` (samples
+    outside read 0), ``'border'`` (coordinates clamped to the edge, no gradient to a
+    clamped coordinate) or ``'reflection'`` (reflected at the border). ``align_corners``
+    as :func:`affine_grid` (default False).
+
+    Raises
+    ------
+    ValueError
+        An unknown ``mode`` or ``padding_mode``.
+    RuntimeError
+        Inputs of the wrong rank, or batch sizes / the grid's last dim that do not match.
+    NotImplementedError
+        ``mode='bicubic'`` or a 5-d (volumetric) input.
+    """
+    x, g = _t(input), _t(grid)
+    if mode not in ("bilinear", "nearest", "bicubic"):
+        raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', "
+                         f"'nearest' or 'bicubic', but got: '{mode}'")
+    if padding_mode not in ("zeros", "border", "reflection"):
+        raise ValueError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', "
+                         f"'border', or 'reflection', but got: '{padding_mode}'")
+    if x.ndim == 5:
+        raise NotImplementedError("grid_sample: 5-d (volumetric) inputs are not implemented in "
+                                  "chainrule")
+    if mode == "bicubic":
+        raise NotImplementedError("grid_sample: mode='bicubic' is not implemented in chainrule")
+    if x.ndim != 4 or g.ndim != 4:
+        raise RuntimeError(f"grid_sampler(): expected 4D input and grid with same number of "
+                           f"dimensions, but got input with sizes {list(x.shape)} and grid "
+                           f"with sizes {list(g.shape)}")
+    N, C, H, W = x.shape
+    if g.shape[0] != N or g.shape[3] != 2:
+        raise RuntimeError(f"grid_sampler(): expected grid to have size 2 in last dimension "
+                           f"and the same batch size as input, but got grid with sizes "
+                           f"{list(g.shape)} and input with sizes {list(x.shape)}")
+    if align_corners is None:
+        align_corners = False
+    Ho, Wo = g.shape[1], g.shape[2]
+    ix = _source_coord(g[..., 0], W, padding_mode, align_corners)  # (N, Ho, Wo)
+    iy = _source_coord(g[..., 1], H, padding_mode, align_corners)
+    flat = x.reshape(N, C, H * W)
+    dt = np.dtype(x.dtype)
+
+    def pick(xi, yi):
+        """input at the integer positions (xi, yi) (arrays (N, Ho, Wo)), 0 outside."""
+        inside = (xi >= 0) & (xi < W) & (yi >= 0) & (yi < H)
+        index = (np.clip(yi, 0, H - 1) * W + np.clip(xi, 0, W - 1)).astype(np.int64)
+        index = np.broadcast_to(index.reshape(N, 1, Ho * Wo), (N, C, Ho * Wo))
+        vals = _ops.gather(flat, 2, wrap(np.ascontiguousarray(index)))
+        mask = wrap(inside.reshape(N, 1, Ho * Wo).astype(dt))
+        return (vals * mask).reshape(N, C, Ho, Wo)
+
+    xv, yv = np.asarray(ix.detach().numpy()), np.asarray(iy.detach().numpy())
+    if mode == "nearest":
+        # the grid gets a zero gradient (not none), as PyTorch's
+        finite = wrap(np.isfinite(xv) & np.isfinite(yv))
+        zero = _ops.where(finite, ix * 0 + iy * 0, wrap(np.zeros((), dt)))
+        with np.errstate(invalid="ignore"):
+            xn, yn = np.rint(xv), np.rint(yv)
+        xn = np.where(np.isfinite(xn), xn, -1).astype(np.int64)
+        yn = np.where(np.isfinite(yn), yn, -1).astype(np.int64)
+        return pick(xn, yn) + _ops.unsqueeze(zero, 1)
+    x0, y0 = np.floor(xv), np.floor(yv)
+    x0t, y0t = wrap(x0.astype(dt)), wrap(y0.astype(dt))
+    wx1, wy1 = ix - x0t, iy - y0t  # weights of the right / lower neighbours
+    wx0, wy0 = 1 - wx1, 1 - wy1
+    xi, yi = x0.astype(np.int64), y0.astype(np.int64)
+    out = 0
+    for dx, dy, w in ((0, 0, wx0 * wy0), (1, 0, wx1 * wy0), (0, 1, wx0 * wy1),
+                      (1, 1, wx1 * wy1)):
+        out = out + pick(xi + dx, yi + dy) * _ops.unsqueeze(w, 1)
     return out
 
 

@@ -641,8 +641,9 @@ def pad(input, pad, mode="constant", value=None):
                                    f"{_size(s)})")
             pos = pos % n
         out = out[(slice(None),) * d + (pos,)]
-    return _ops.clone(out) if out is input else out  # a new tensor, as PyTorch's, even for
-    #                                                   zero padding
+    if out is input:  # a new tensor, as PyTorch's, even for zero padding
+        return _ops.clone(out)
+    return out.contiguous()  # row-major, as PyTorch's
 
 
 # --- regression losses -------------------------------------------------------------------
@@ -701,11 +702,11 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     """``0.5 d^2`` where ``|d| < delta``, ``delta (|d| - 0.5 delta)`` elsewhere.
 
-    Raises ValueError for ``delta <= 0``."""
+    Raises RuntimeError for ``delta <= 0`` (as PyTorch)."""
     _same_size_warning(input, target, "huber_loss")
     if delta <= 0:
-        raise ValueError(f"huber_loss: huber_loss does not support non-positive values for "
-                         f"delta, got {delta}")
+        raise RuntimeError(f"huber_loss: huber_loss does not support non-positive values for "
+                           f"delta, got {delta}")
     d = input - target
     a = _ops.abs(d)
     loss = _ops.where(a < delta, 0.5 * d * d, delta * (a - 0.5 * delta))
@@ -1537,3 +1538,298 @@ def _top_dropout_(fn, name):
 _top_dropout = _top_dropout_(dropout, "dropout")
 _top_alpha_dropout = _top_dropout_(alpha_dropout, "alpha_dropout")
 _top_feature_alpha_dropout = _top_dropout_(feature_alpha_dropout, "feature_alpha_dropout")
+
+
+# --- embedding bags ----------------------------------------------------------------------
+
+__all__ += ["embedding_bag"]
+
+
+def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False,
+                  mode="mean", sparse=False, per_sample_weights=None,
+                  include_last_offset=False, padding_idx=None):
+    """Sums, means or maxima of bags of embeddings, as ``torch.nn.functional.embedding_bag``,
+    without materialising the (bags, bag length, dim) intermediate beyond the picked rows.
+
+    ``input`` is (B, N), B bags of N indices (``offsets`` must be None), or 1-D with
+    ``offsets`` (1-D) giving where each bag starts (with ``include_last_offset`` the last
+    offset ends the last bag). ``weight`` is (num_embeddings, D); the output is (B, D), an
+    empty bag giving zeros. Entries equal to ``padding_idx`` are left out of their bag (and
+    of a mean's count). ``per_sample_weights`` (``input``'s shape, ``mode="sum"`` only)
+    weights each entry. ``max_norm`` renormalises the picked rows as :func:`embedding`.
+
+    Raises
+    ------
+    ValueError
+        An unknown ``mode``, 2-D ``input`` with ``offsets``, 1-D ``input`` without them,
+        input of another rank, ``per_sample_weights`` of another shape or with a mode
+        other than "sum".
+    IndexError
+        An index outside ``[0, num_embeddings)``.
+    NotImplementedError
+        ``scale_grad_by_freq`` or ``sparse``.
+    """
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError(f"mode has to be one of sum, mean or max, got {mode!r}")
+    if scale_grad_by_freq or sparse:
+        raise NotImplementedError("embedding_bag: scale_grad_by_freq and sparse are not "
+                                  "supported")
+    idx = _index_array(input, "embedding_bag")
+    n = _shape(weight)[0]
+    if idx.ndim == 2:
+        if offsets is not None:
+            raise ValueError("if input is 2D, then offsets has to be None, as input is treated "
+                             "is a mini-batch of fixed length sequences.")
+        starts = np.arange(0, idx.size, idx.shape[1]) if idx.shape[1] else \
+            np.zeros(idx.shape[0], dtype=np.int64)
+        flat = idx.reshape(-1)
+        ends = starts + idx.shape[1]
+    elif idx.ndim == 1:
+        if offsets is None:
+            raise ValueError("offsets has to be a 1D Tensor but got None")
+        offs = _index_array(offsets, "embedding_bag", "offsets")
+        if offs.ndim != 1:
+            raise ValueError("offsets has to be a 1D Tensor")
+        flat = idx
+        if include_last_offset:
+            starts, ends = offs[:-1], offs[1:]
+        else:
+            starts, ends = offs, np.append(offs[1:], idx.size)
+    else:
+        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension "
+                         f"{idx.ndim}")
+    if per_sample_weights is not None:
+        if mode != "sum":
+            raise ValueError(f"embedding_bag: per_sample_weights was not None. "
+                             f"per_sample_weights is only supported for mode='sum' (got "
+                             f"mode='{mode}'). Please open a feature request on GitHub.")
+        if _shape(per_sample_weights) != idx.shape:
+            raise ValueError(f"embedding_bag: If per_sample_weights ({_shape(per_sample_weights)}"
+                             f") is not None, then it must have the same shape as the input "
+                             f"({idx.shape})")
+    if flat.size and (flat.min() < 0 or flat.max() >= n):
+        raise IndexError(f"embedding_bag: index out of range in self (indices in "
+                         f"[{flat.min()}, {flat.max()}], weight has {n} rows)")
+    if padding_idx is not None:
+        if not -n <= padding_idx < n:
+            raise AssertionError("padding_idx must be within num_embeddings")
+        padding_idx %= n
+    rows = embedding(wrap(flat), weight, max_norm=max_norm, norm_type=norm_type)  # (L, D)
+    keep = np.ones(flat.size, dtype=bool) if padding_idx is None else flat != padding_idx
+    bags = len(starts)
+    if mode == "max":
+        d = _shape(weight)[1]
+        outs = []
+        for s, e in zip(starts, ends):
+            sel = np.arange(s, e)[keep[s:e]]
+            outs.append(rows[wrap(sel)].amax(0) if sel.size else
+                        _creation.zeros(d, dtype=weight.dtype))
+        return _ops.stack(outs) if outs else _creation.zeros((0, d), dtype=weight.dtype)
+    # one (B, L) matrix that sums (or averages) each bag's rows
+    M = np.zeros((bags, flat.size), dtype=np.dtype(weight.dtype))
+    for b, (s, e) in enumerate(zip(starts, ends)):
+        k = keep[s:e]
+        if mode == "mean" and k.any():
+            M[b, s:e] = k / k.sum()
+        else:
+            M[b, s:e] = k
+    if per_sample_weights is not None:
+        rows = rows * _ops.unsqueeze(_t(per_sample_weights).reshape(-1), -1)
+    return _ops.matmul(wrap(M), rows)
+
+
+__all__ += ["local_response_norm"]
+
+
+def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
+    """Local response normalisation across channels (AlexNet), as
+    ``torch.nn.functional.local_response_norm``: for input (N, C, \\*),
+    ``x / (k + alpha / size * sum_{c' in window(c)} x_{c'}^2) ** beta`` with the window of
+    ``size`` channels from ``c - size // 2`` to ``c + (size - 1) // 2`` (zero outside).
+
+    Raises ValueError for input of fewer than 3 dims."""
+    dim = input.dim()
+    if dim < 3:
+        raise ValueError(f"Expected 3D or higher dimensionality input (got {dim} dimensions)")
+    if input.numel() == 0:
+        return input
+    channels = input.shape[1]
+    sq = input * input
+    widths = [(0, 0)] * dim
+    widths[1] = (size // 2, (size - 1) // 2)
+    flat = [w for pair in reversed(widths) for w in pair]
+    padded = pad(sq, tuple(flat))
+    total = padded.narrow(1, 0, channels)
+    for i in range(1, size):
+        total = total + padded.narrow(1, i, channels)
+    div = (total / size * alpha + k) ** beta
+    return input / div
+
+
+__all__ += ["gumbel_softmax"]
+
+
+def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
+    """A draw from the Gumbel-softmax (Concrete) relaxation of a categorical over ``dim``,
+    as ``torch.nn.functional.gumbel_softmax``: ``softmax((logits + g) / tau, dim)`` with
+    ``g = -log(e)``, ``e ~ Exponential(1)`` (Gumbel noise from chainrule's generator, not
+    PyTorch's). With ``hard``, the one-hot of its argmax, with the soft sample's gradient
+    (straight-through: ``y_hard - y_soft.detach() + y_soft``). Output: ``logits``' shape
+    and dtype. ``eps`` is deprecated and unused (a UserWarning when set)."""
+    logits = _t(logits)
+    if eps != 1e-10:
+        warnings.warn("`eps` parameter is deprecated and has no effect.", stacklevel=2)
+    e = _creation.default_generator.exponential(size=tuple(logits.shape))
+    gumbels = wrap(-np.log(np.asarray(e)).astype(np.dtype(logits.dtype)))
+    y_soft = softmax((logits + gumbels) / tau, dim)
+    if not hard:
+        return y_soft
+    index = _ops.argmax(y_soft, dim, keepdim=True)
+    y_hard = _ops.scatter(_creation.zeros_like(logits), dim, index, 1.0)
+    return y_hard - y_soft.detach() + y_soft
+
+
+# --- connectionist temporal classification ------------------------------------------------
+
+__all__ += ["ctc_loss"]
+
+
+def _shift(v, k):
+    """``v`` moved ``k`` places right (k > 0) or left (k < 0), -inf filled."""
+    out = np.full_like(v, -np.inf)
+    if k > 0:
+        out[k:] = v[:len(v) - k]
+    else:
+        out[:len(v) + k] = v[-k:]
+    return out
+
+
+def _logsumexp_np(*xs):
+    m = np.maximum.reduce(xs)
+    finite = np.isfinite(m)
+    safe = np.where(finite, m, 0.0)
+    with np.errstate(divide="ignore"):
+        out = safe + np.log(sum(np.exp(x - safe) for x in xs))
+    return np.where(finite, out, m)
+
+
+def _ctc_one(lp, target, blank):
+    """The CTC negative log-likelihood of ``target`` (ints) under ``lp`` (T, C) (float64)
+    and PyTorch's gradient with respect to ``lp``: ``exp(lp) - posterior / exp(lp)``
+    summed into classes (the gradient with respect to the logits of a log-softmax)."""
+    T, C = lp.shape
+    ext = np.full(2 * len(target) + 1, blank, dtype=np.int64)
+    ext[1::2] = target
+    S = len(ext)
+    skip = np.zeros(S, dtype=bool)
+    skip[2:] = (ext[2:] != blank) & (ext[2:] != ext[:-2])
+    ninf = -np.inf
+    grad = np.zeros((T, C))
+    if T == 0:
+        return (0.0 if S == 1 else np.inf), grad
+    la = np.full((T, S), ninf)
+    la[0, 0] = lp[0, ext[0]]
+    if S > 1:
+        la[0, 1] = lp[0, ext[1]]
+    for t in range(1, T):
+        prev = la[t - 1]
+        a1 = _shift(prev, 1)
+        a2 = np.where(skip, _shift(prev, 2), ninf)
+        la[t] = _logsumexp_np(prev, a1, a2) + lp[t, ext]
+    ends = [la[T - 1, S - 1]] + ([la[T - 1, S - 2]] if S > 1 else [])
+    nll = -float(_logsumexp_np(*[np.asarray(e) for e in ends]))
+    lb = np.full((T, S), ninf)
+    lb[T - 1, S - 1] = lp[T - 1, ext[S - 1]]
+    if S > 1:
+        lb[T - 1, S - 2] = lp[T - 1, ext[S - 2]]
+    skip_next = np.zeros(S, dtype=bool)
+    skip_next[:-2] = skip[2:]
+    for t in range(T - 2, -1, -1):
+        nxt = lb[t + 1]
+        b1 = _shift(nxt, -1)
+        b2 = np.where(skip_next, _shift(nxt, -2), ninf)
+        lb[t] = _logsumexp_np(nxt, b1, b2) + lp[t, ext]
+    lab = la + lb  # (T, S): log of alpha * beta (each including lp at (t, s))
+    lcab = np.full((T, C), ninf)
+    for s in range(S):
+        lcab[:, ext[s]] = _logsumexp_np(lcab[:, ext[s]], lab[:, s])
+    with np.errstate(over="ignore", invalid="ignore"):
+        grad = np.exp(lp) - np.exp(lcab + nll - lp)
+    return nll, grad
+
+
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean",
+             zero_infinity=False):
+    """The connectionist temporal classification loss (Graves et al., 2006), as
+    ``torch.nn.functional.ctc_loss``: ``-log p(target | log_probs)`` summed over every
+    alignment (blank-separated paths), by the forward-backward recursions in log space.
+
+    Shapes: ``log_probs`` (T, N, C) (log-softmax outputs; unbatched (T, C)), ``targets``
+    (N, S) padded or 1-D (the targets concatenated), ``input_lengths`` and
+    ``target_lengths`` (N,) (ints or tensors). ``reduction``: ``'none'`` (N,), ``'sum'``, or
+    ``'mean'``: each loss divided by its target length (at least 1), then averaged.
+    ``zero_infinity`` turns infinite losses (impossible alignments) and their gradients to
+    zero. The gradient with respect to ``log_probs`` is PyTorch's, ``exp(log_probs) -
+    posterior`` at the steps within each input length (what flows back through a
+    log-softmax is then the exact gradient); it is first-order only, and an infinite loss
+    (without ``zero_infinity``) passes no gradient.
+
+    Raises
+    ------
+    RuntimeError
+        An input length above T, a target length above S, or lengths of the wrong count.
+    ValueError
+        An unknown ``reduction``.
+    """
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    lp_t = _t(log_probs)
+    unbatched = lp_t.ndim == 2
+    if unbatched:
+        lp_t = _ops.unsqueeze(lp_t, 1)
+    T, N, C = lp_t.shape
+    lp = np.asarray(lp_t.detach().numpy(), dtype=np.float64)
+    tg = np.asarray(_t(targets).numpy()).astype(np.int64)
+    in_len = np.asarray(_t(input_lengths).numpy() if isinstance(input_lengths, Tensor)
+                        else input_lengths).astype(np.int64).reshape(-1)
+    tg_len = np.asarray(_t(target_lengths).numpy() if isinstance(target_lengths, Tensor)
+                        else target_lengths).astype(np.int64).reshape(-1)
+    if unbatched and tg.ndim == 1 and len(tg_len) == 1 and tg.size == tg_len[0]:
+        tg = tg.reshape(1, -1)
+    if len(in_len) != N or len(tg_len) != N:
+        raise RuntimeError(f"ctc_loss: expected input_lengths and target_lengths of size "
+                           f"{N}, got {len(in_len)} and {len(tg_len)}")
+    losses = np.zeros(N)
+    grads = np.zeros((T, N, C))
+    offset = 0
+    for b in range(N):
+        if in_len[b] > T:
+            raise RuntimeError(f"Expected input_lengths to have value at most {T}, but got "
+                               f"value {in_len[b]} (while checking arguments for ctc_loss_cpu)")
+        if tg.ndim == 2:
+            if tg_len[b] > tg.shape[1]:
+                raise RuntimeError(f"Expected tensor to have size at least {tg_len[b]} at "
+                                   f"dimension 1, but got size {tg.shape[1]} for argument "
+                                   f"#2 'targets' (while checking arguments for ctc_loss_cpu)")
+            target = tg[b, :tg_len[b]]
+        else:
+            target = tg[offset:offset + tg_len[b]]
+            offset += tg_len[b]
+        nll, g = _ctc_one(lp[:in_len[b], b], target, blank)
+        if zero_infinity and np.isinf(nll):
+            nll, g = 0.0, np.zeros_like(g)
+        losses[b] = nll
+        grads[:in_len[b], b] = g
+    dt = np.dtype(lp_t.dtype)
+    G = wrap(grads.astype(dt))
+    # the value is the losses; the gradient with respect to log_probs is G (per sample)
+    s = (lp_t * G).sum((0, 2))
+    finite = wrap(np.isfinite(grads).all(axis=(0, 2)))
+    out = wrap(losses.astype(dt)) + _ops.where(finite, s - s.detach(), wrap(np.zeros((), dt)))
+    if reduction == "mean":
+        out = (out / wrap(np.maximum(tg_len, 1).astype(dt))).mean()
+    elif reduction == "sum":
+        out = out.sum()
+    elif unbatched:
+        out = out[0]
+    return out

@@ -16,7 +16,7 @@ from .. import _creation
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "constant_", "ones_", "zeros_", "eye_",
            "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_",
-           "orthogonal_", "trunc_normal_"]
+           "orthogonal_", "trunc_normal_", "dirac_", "sparse_"]
 
 
 def _rng():
@@ -115,6 +115,42 @@ def eye_(tensor):
     if tensor.ndim != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
     return _fill(tensor, np.eye(*tensor.shape))
+
+
+def dirac_(tensor, groups=1):
+    """Fill a 3-, 4- or 5-D convolution weight (out, in, k...) with the Dirac delta: for
+    each of the ``groups`` blocks of ``out / groups`` output channels, channel ``d`` of the
+    block takes input channel ``d`` at the kernel's centre (for ``d < min(out / groups,
+    in)``); zeros elsewhere, so the convolution copies its input channels.
+
+    Raises ValueError for another number of dims, or ``out`` not divisible by ``groups``."""
+    if tensor.ndim not in (3, 4, 5):
+        raise ValueError("Only tensors with 3, 4, or 5 dimensions are supported")
+    sizes = tuple(tensor.shape)
+    if sizes[0] % groups != 0:
+        raise ValueError("dim 0 must be divisible by groups")
+    per_group = sizes[0] // groups
+    values = np.zeros(sizes)
+    centre = tuple(k // 2 for k in sizes[2:])
+    for g in range(groups):
+        for d in range(min(per_group, sizes[1])):
+            values[(g * per_group + d, d) + centre] = 1
+    return _fill(tensor, values)
+
+
+def sparse_(tensor, sparsity, std=0.01, generator=None):
+    """Fill a 2-D tensor from N(0, std^2), then zero ``ceil(sparsity * rows)`` randomly
+    chosen entries of each column (Martens, 2010). Raises ValueError for a tensor that is
+    not 2-D."""
+    if tensor.ndim != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    rows, cols = tensor.shape
+    num_zeros = math.ceil(sparsity * rows)
+    rng = generator or _rng()
+    values = rng.standard_normal((rows, cols)) * std
+    for col in range(cols):
+        values[rng.permutation(rows)[:num_zeros], col] = 0
+    return _fill(tensor, values)
 
 
 def xavier_uniform_(tensor, gain=1.0, generator=None):

@@ -21,7 +21,7 @@ from ._module import Module, Parameter
 
 __all__ = [
     "Identity", "Linear", "Bilinear", "Flatten", "Unflatten", "Dropout", "LayerNorm",
-    "GroupNorm", "RMSNorm", "BatchNorm1d", "Embedding", "PReLU",
+    "GroupNorm", "RMSNorm", "BatchNorm1d", "Embedding", "EmbeddingBag", "PReLU",
     "ReLU", "ReLU6", "LeakyReLU", "ELU", "SELU", "CELU", "GELU", "SiLU", "Mish", "Softplus",
     "Softsign", "Hardtanh", "Hardswish", "Hardsigmoid", "LogSigmoid", "Tanhshrink", "Tanh",
     "Sigmoid", "Softmax", "LogSoftmax", "Softmin",
@@ -231,8 +231,8 @@ class RMSNorm(_TrailingNorm):
                  dtype=None):
         super().__init__(normalized_shape, eps, elementwise_affine, None, dtype)
 
-    def forward(self, input):
-        return F.rms_norm(input, self.normalized_shape, self.weight, self.eps)
+    def forward(self, x):
+        return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
 
 
 class GroupNorm(Module):
@@ -388,6 +388,68 @@ class Embedding(Module):
             s += f", padding_idx={self.padding_idx}"
         if self.max_norm is not None:
             s += f", max_norm={self.max_norm}"
+        return s
+
+
+class EmbeddingBag(Module):
+    """Sums, means or maxima of bags of embeddings (``F.embedding_bag``), as
+    ``torch.nn.EmbeddingBag``: ``forward(input, offsets=None, per_sample_weights=None)``
+    with 2-D ``input`` (B, N) or 1-D ``input`` and ``offsets``; output (B, embedding_dim).
+    ``weight`` from N(0, 1), its ``padding_idx`` row zeroed. Raises ValueError for an unknown
+    ``mode`` (and as ``F.embedding_bag``)."""
+
+    def __init__(self, num_embeddings, embedding_dim, max_norm=None, norm_type=2.0,
+                 scale_grad_by_freq=False, mode="mean", sparse=False, _weight=None,
+                 include_last_offset=False, padding_idx=None, device=None, dtype=None):
+        super().__init__()
+        if mode not in ("sum", "mean", "max"):
+            raise ValueError(f"mode has to be one of sum, mean or max, got {mode!r}")
+        self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
+        self.max_norm, self.norm_type = max_norm, norm_type
+        self.scale_grad_by_freq, self.mode, self.sparse = scale_grad_by_freq, mode, sparse
+        self.include_last_offset = include_last_offset
+        if padding_idx is not None:
+            if not -num_embeddings <= padding_idx < num_embeddings:
+                raise AssertionError("padding_idx must be within num_embeddings")
+            padding_idx %= num_embeddings
+        self.padding_idx = padding_idx
+        if _weight is None:
+            self.weight = _empty((num_embeddings, embedding_dim), dtype)
+            init.normal_(self.weight)
+            if padding_idx is not None:
+                self.weight._data[padding_idx] = 0
+        else:
+            self.weight = Parameter(_weight)
+
+    @classmethod
+    def from_pretrained(cls, embeddings, freeze=True, max_norm=None, norm_type=2.0,
+                        scale_grad_by_freq=False, mode="mean", sparse=False,
+                        include_last_offset=False, padding_idx=None):
+        """An EmbeddingBag holding ``embeddings`` (2-D), frozen unless ``freeze=False``."""
+        rows, cols = embeddings.shape
+        bag = cls(rows, cols, max_norm, norm_type, scale_grad_by_freq, mode, sparse,
+                  _weight=embeddings, include_last_offset=include_last_offset,
+                  padding_idx=padding_idx)
+        bag.weight.requires_grad = not freeze
+        return bag
+
+    def forward(self, input, offsets=None, per_sample_weights=None):
+        return F.embedding_bag(input, self.weight, offsets, self.max_norm, self.norm_type,
+                               self.scale_grad_by_freq, self.mode, self.sparse,
+                               per_sample_weights, self.include_last_offset,
+                               self.padding_idx)
+
+    def extra_repr(self):
+        s = f"{self.num_embeddings}, {self.embedding_dim}"
+        if self.max_norm is not None:
+            s += f", max_norm={self.max_norm}"
+        if self.norm_type != 2:
+            s += f", norm_type={self.norm_type}"
+        if self.scale_grad_by_freq:
+            s += f", scale_grad_by_freq={self.scale_grad_by_freq}"
+        s += f", mode={self.mode!r}"
+        if self.padding_idx is not None:
+            s += f", padding_idx={self.padding_idx}"
         return s
 
 

@@ -14,6 +14,7 @@ from ._module import Module
 from .modules import PairwiseDistance, _DropoutNd, _Loss, _WeightedLoss
 
 __all__ = [
+    "LocalResponseNorm", "CTCLoss",
     "GLU", "Threshold", "Softshrink", "Hardshrink", "RReLU", "Softmax2d",
     "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout",
     "SoftMarginLoss", "MultiLabelSoftMarginLoss", "MultiMarginLoss", "MultiLabelMarginLoss",
@@ -386,3 +387,33 @@ class PixelUnshuffle(Module):
 
     def extra_repr(self):
         return f"downscale_factor={self.downscale_factor}"
+
+
+class LocalResponseNorm(Module):
+    """Local response normalisation across channels (``F.local_response_norm``), as
+    ``torch.nn.LocalResponseNorm``: input (N, C, ...), output of the same shape. Raises
+    ValueError for input of fewer than 3 dims."""
+
+    def __init__(self, size, alpha=1e-4, beta=0.75, k=1.0):
+        super().__init__()
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def forward(self, input):
+        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self):
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
+
+
+class CTCLoss(_Loss):
+    """:func:`~chainrule.nn.functional.ctc_loss` with the constructor's ``blank``,
+    ``reduction`` and ``zero_infinity``; ``forward(log_probs, targets, input_lengths,
+    target_lengths)``, log_probs (T, N, C)."""
+
+    def __init__(self, blank=0, reduction="mean", zero_infinity=False):
+        super().__init__(reduction=reduction)
+        self.blank, self.zero_infinity = blank, zero_infinity
+
+    def forward(self, log_probs, targets, input_lengths, target_lengths):
+        return F.ctc_loss(log_probs, targets, input_lengths, target_lengths, self.blank,
+                          self.reduction, self.zero_infinity)

@@ -188,7 +188,7 @@ def _mha(query, key, value, embed_dim_to_check, num_heads, in_proj_weight, in_pr
     if not batched:
         out = out[0]
     elif not batch_first:
-        out = out.transpose(0, 1)
+        out = out.transpose(0, 1).contiguous()  # row-major, as PyTorch's
     if not need_weights:
         return out, None
     if average_attn_weights:

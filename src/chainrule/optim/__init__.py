@@ -18,6 +18,8 @@ a 0-d NumPy-backed tensor of the default float dtype (float64 unless
 float64). A step replaces the data of these tensors (the same Tensor objects stay in the
 state), so a reference taken from ``optimizer.state`` or ``state_dict()`` follows the updates.
 
+``chainrule.optim.swa_utils`` has AveragedModel (SWA / EMA of weights), SWALR and update_bn.
+
 ``chainrule.optim.lr_scheduler`` has PyTorch's schedulers: LambdaLR, MultiplicativeLR,
 StepLR, MultiStepLR, ConstantLR, LinearLR, ExponentialLR, PolynomialLR, CosineAnnealingLR,
 CosineAnnealingWarmRestarts, CyclicLR, OneCycleLR, SequentialLR, ChainedScheduler and
@@ -32,12 +34,13 @@ import numpy as np
 
 from .._tensor import Tensor, wrap
 from ..backend import backend_of
-from . import lr_scheduler
-from ._more import ASGD, Adadelta, Adamax, NAdam, RAdam, Rprop
+from . import lr_scheduler, swa_utils
+from ._line_search import strong_wolfe
+from ._more import ASGD, Adadelta, Adamax, NAdam, RAdam, Rprop, _impl
 from .optimizer import Optimizer, _call, _check, _scalar, _tick, _zeros
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax",
-           "NAdam", "RAdam", "Rprop", "ASGD", "LBFGS", "lr_scheduler"]
+           "NAdam", "RAdam", "Rprop", "ASGD", "LBFGS", "lr_scheduler", "swa_utils"]
 
 
 class SGD(Optimizer):
@@ -45,19 +48,24 @@ class SGD(Optimizer):
     ``g = grad + wd p``; with momentum ``b = momentum b + (1 - dampening) g`` (``b = g`` at
     the first step) and ``g = g + momentum b`` (nesterov) or ``g = b``; ``p -= lr g``.
 
-    Raises ValueError for a negative lr, momentum or weight decay, or nesterov without
-    momentum > 0 and dampening 0."""
+    ``foreach`` and ``fused`` are accepted and recorded in the parameter groups (they
+    choose an implementation in PyTorch, not a result).
 
-    def __init__(self, params, lr=1e-3, momentum=0.0, dampening=0.0, weight_decay=0.0,
-                 nesterov=False, *, maximize=False):
+    Raises ValueError for a negative lr, momentum or weight decay, or nesterov without
+    momentum > 0 and dampening 0; NotImplementedError for ``differentiable=True``."""
+
+    def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0,
+                 nesterov=False, *, maximize=False, foreach=None, differentiable=False,
+                 fused=None):
         _check("SGD", lr, "learning rate")
         _check("SGD", momentum, "momentum value")
         _check("SGD", weight_decay, "weight_decay value")
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("SGD: Nesterov momentum requires a momentum and zero dampening")
-        super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening,
-                                      weight_decay=weight_decay, nesterov=nesterov,
-                                      maximize=maximize))
+        super().__init__(params, _impl(dict(lr=lr, momentum=momentum, dampening=dampening,
+                                            weight_decay=weight_decay, nesterov=nesterov,
+                                            maximize=maximize), foreach, None,
+                                       differentiable, fused=fused))
 
     def step(self, closure=None):
         """One update; ``closure`` (re-evaluates and returns the loss) is called first when
@@ -87,14 +95,19 @@ class Adam(Optimizer):
     """Adam (Kingma and Ba, 2015) as ``torch.optim.Adam``: with ``g = grad + wd p``,
     ``m = b1 m + (1 - b1) g``, ``v = b2 v + (1 - b2) g^2`` (``v_max = max(v_max, v)``
     with ``amsgrad``), ``p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)``;
-    ``t`` counts each parameter's steps.
+    ``t`` counts each parameter's steps. ``decoupled_weight_decay=True`` decays
+    ``p *= 1 - lr wd`` before the step instead of adding ``wd p`` to the gradient (AdamW).
+    ``foreach``, ``capturable`` and ``fused`` are accepted and recorded in the parameter
+    groups (they choose an implementation in PyTorch, not a result).
 
-    Raises ValueError for a negative lr, eps or weight decay, or betas outside [0, 1)."""
+    Raises ValueError for a negative lr, eps or weight decay, or betas outside [0, 1);
+    NotImplementedError for ``differentiable=True``."""
 
     _decoupled = False
 
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0,
-                 amsgrad=False, *, maximize=False):
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
+                 amsgrad=False, *, foreach=None, maximize=False, capturable=False,
+                 differentiable=False, fused=None, decoupled_weight_decay=False):
         name = type(self).__name__
         _check(name, lr, "learning rate")
         _check(name, eps, "epsilon value")
@@ -102,9 +115,11 @@ class Adam(Optimizer):
         for i, b in enumerate(betas):
             if not 0.0 <= b < 1.0:
                 raise ValueError(f"{name}: Invalid beta parameter at index {i}: {b}")
-        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
-                                      weight_decay=weight_decay, amsgrad=amsgrad,
-                                      maximize=maximize))
+        defaults = _impl(dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
+                              amsgrad=amsgrad, maximize=maximize), foreach, capturable,
+                         differentiable, fused=fused)
+        defaults["decoupled_weight_decay"] = bool(decoupled_weight_decay or self._decoupled)
+        super().__init__(params, defaults)
 
     def step(self, closure=None):
         """One update (``closure`` as :meth:`SGD.step`)."""
@@ -115,7 +130,7 @@ class Adam(Optimizer):
             for p, g in self._grads(group):
                 xp = backend_of(p._data).xp
                 if wd:
-                    if self._decoupled:
+                    if group.get("decoupled_weight_decay", self._decoupled):
                         self._set(p, p._data * (1 - lr * wd))
                     else:
                         g = g + wd * p._data
@@ -152,8 +167,11 @@ class AdamW(Adam):
     _decoupled = True
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2,
-                 amsgrad=False, *, maximize=False):
-        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize)
+                 amsgrad=False, *, maximize=False, foreach=None, capturable=False,
+                 differentiable=False, fused=None):
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize,
+                         foreach=foreach, capturable=capturable,
+                         differentiable=differentiable, fused=fused)
 
 
 class RMSprop(Optimizer):
@@ -162,16 +180,22 @@ class RMSprop(Optimizer):
     ``avg = sqrt(v - a^2) + eps``, else ``avg = sqrt(v) + eps``; with momentum
     ``b = momentum b + g / avg``, ``p -= lr b``, else ``p -= lr g / avg``.
 
-    Raises ValueError for negative lr, eps, momentum, weight decay or alpha."""
+    ``capturable`` and ``foreach`` are accepted and recorded in the parameter groups.
 
-    def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0.0, momentum=0.0,
-                 centered=False, *, maximize=False):
+    Raises ValueError for negative lr, eps, momentum, weight decay or alpha;
+    NotImplementedError for ``differentiable=True``."""
+
+    def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0,
+                 centered=False, capturable=False, foreach=None, maximize=False,
+                 differentiable=False):
         for v, what in ((lr, "learning rate"), (eps, "epsilon value"),
                         (momentum, "momentum value"), (weight_decay, "weight_decay value"),
                         (alpha, "alpha value")):
             _check("RMSprop", v, what)
-        super().__init__(params, dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay,
-                                      momentum=momentum, centered=centered, maximize=maximize))
+        super().__init__(params, _impl(dict(lr=lr, alpha=alpha, eps=eps,
+                                            weight_decay=weight_decay, momentum=momentum,
+                                            centered=centered, maximize=maximize),
+                                       foreach, capturable, differentiable))
 
     def step(self, closure=None):
         """One update (``closure`` as :meth:`SGD.step`)."""
@@ -217,18 +241,24 @@ class Adagrad(Optimizer):
     """Adagrad as ``torch.optim.Adagrad``: ``g = grad + wd p``,
     ``clr = lr / (1 + (t - 1) lr_decay)``, ``s = s + g^2``, ``p -= clr g / (sqrt(s) + eps)``.
 
-    Raises ValueError for negative lr, lr_decay, weight decay, initial accumulator or eps."""
+    ``foreach`` and ``fused`` are accepted and recorded in the parameter groups.
 
-    def __init__(self, params, lr=1e-2, lr_decay=0.0, weight_decay=0.0,
-                 initial_accumulator_value=0.0, eps=1e-10, *, maximize=False):
+    Raises ValueError for negative lr, lr_decay, weight decay, initial accumulator or eps;
+    NotImplementedError for ``differentiable=True``."""
+
+    def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0,
+                 initial_accumulator_value=0, eps=1e-10, foreach=None, *, maximize=False,
+                 differentiable=False, fused=None):
         for v, what in ((lr, "learning rate"), (lr_decay, "lr_decay value"),
                         (weight_decay, "weight_decay value"),
                         (initial_accumulator_value, "initial_accumulator_value"),
                         (eps, "epsilon value")):
             _check("Adagrad", v, what)
-        super().__init__(params, dict(lr=lr, lr_decay=lr_decay, weight_decay=weight_decay,
-                                      initial_accumulator_value=initial_accumulator_value,
-                                      eps=eps, maximize=maximize))
+        super().__init__(params, _impl(dict(lr=lr, lr_decay=lr_decay,
+                                            weight_decay=weight_decay,
+                                            initial_accumulator_value=initial_accumulator_value,
+                                            eps=eps, maximize=maximize), foreach, None,
+                                       differentiable, fused=fused))
         for group in self.param_groups:
             for p in group["params"]:
                 self.state[p] = self._fresh(p, group)
@@ -261,8 +291,10 @@ class Adagrad(Optimizer):
 
 
 class LBFGS(Optimizer):
-    """L-BFGS as ``torch.optim.LBFGS`` (one parameter group; a fixed step ``lr`` along the
-    two-loop-recursion direction, the first step scaled by ``min(1, 1 / |g|_1)``).
+    """L-BFGS as ``torch.optim.LBFGS`` (one parameter group): a step along the
+    two-loop-recursion direction, of fixed length ``lr`` (the first one scaled by
+    ``min(1, 1 / |g|_1)``) or, with ``line_search_fn="strong_wolfe"``, found by PyTorch's
+    strong-Wolfe line search from that initial guess.
 
     ``step(closure)`` runs up to ``max_iter`` iterations, calling ``closure`` (which zeroes
     the gradients, computes the loss, calls ``backward`` and returns the loss) to
@@ -272,8 +304,6 @@ class LBFGS(Optimizer):
     ------
     ValueError
         More than one parameter group, or an unknown ``line_search_fn``.
-    NotImplementedError
-        ``line_search_fn="strong_wolfe"`` (not implemented in chainrule).
     """
 
     def __init__(self, params, lr=1.0, max_iter=20, max_eval=None, tolerance_grad=1e-7,
@@ -282,10 +312,7 @@ class LBFGS(Optimizer):
         if max_eval is None:
             max_eval = max_iter * 5 // 4
         if line_search_fn not in (None, "strong_wolfe"):
-            raise ValueError(f"LBFGS: only 'strong_wolfe' is supported, got {line_search_fn!r}")
-        if line_search_fn == "strong_wolfe":
-            raise NotImplementedError("LBFGS: line_search_fn='strong_wolfe' is not implemented "
-                                      "in chainrule; use line_search_fn=None")
+            raise RuntimeError(f"LBFGS: only 'strong_wolfe' is supported, got {line_search_fn!r}")
         super().__init__(params, dict(lr=lr, max_iter=max_iter, max_eval=max_eval,
                                       tolerance_grad=tolerance_grad,
                                       tolerance_change=tolerance_change,
@@ -311,6 +338,15 @@ class LBFGS(Optimizer):
             n = p.numel()
             self._set(p, p._data + step_size * update[offset:offset + n].reshape(p.shape))
             offset += n
+
+    def _directional_evaluate(self, closure, x, t, d):
+        """``(loss, flat gradient)`` at ``x + t d``; the parameters are put back to ``x``."""
+        self._add_grad(t, d)
+        loss = float(_call(closure))
+        flat_grad = self._gather_flat_grad()
+        for p, v in zip(self._params, x):
+            self._set(p, v)
+        return loss, flat_grad
 
     def step(self, closure):
         """Run the L-BFGS iterations; returns the loss of the first ``closure()`` call.
@@ -382,13 +418,22 @@ class LBFGS(Optimizer):
             gtd = flat_grad.dot(d)
             if gtd > -tol_change:
                 break
-            self._add_grad(t, d)
             ls_func_evals = 0
-            if n_iter != max_iter:
-                loss = float(_call(closure))
-                flat_grad = self._gather_flat_grad()
+            if group["line_search_fn"] is not None:
+                x_init = [p._data.copy() for p in self._params]
+                loss, flat_grad, t, ls_func_evals = strong_wolfe(
+                    lambda x, t, d: self._directional_evaluate(closure, x, t, d),
+                    x_init, t, d, loss, flat_grad, float(gtd),
+                    max_ls=max_eval - current_evals)
+                self._add_grad(t, d)
                 opt_cond = np.abs(flat_grad).max() <= tol_grad
-                ls_func_evals = 1
+            else:
+                self._add_grad(t, d)
+                if n_iter != max_iter:
+                    loss = float(_call(closure))
+                    flat_grad = self._gather_flat_grad()
+                    opt_cond = np.abs(flat_grad).max() <= tol_grad
+                    ls_func_evals = 1
             current_evals += ls_func_evals
             state["func_evals"] += ls_func_evals
             if n_iter == max_iter or current_evals >= max_eval or opt_cond:

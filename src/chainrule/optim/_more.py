@@ -31,11 +31,18 @@ def _validate(lr, eps=None, weight_decay=None, betas=None):
         raise ValueError(f"Invalid weight_decay value: {weight_decay}")
 
 
-def _impl(defaults, foreach, capturable, differentiable):
+def _impl(defaults, foreach, capturable, differentiable, **more):
+    """``defaults`` with the implementation flags PyTorch records in each parameter group
+    (``foreach``, ``capturable`` unless None, ``differentiable``, and ``more``, e.g.
+    ``fused``). Raises NotImplementedError for ``differentiable=True``."""
     if differentiable:
         raise NotImplementedError("chainrule.optim: differentiable=True is not supported (the "
                                   "step is not recorded for autograd)")
-    defaults.update(foreach=foreach, capturable=capturable, differentiable=differentiable)
+    defaults["foreach"] = foreach
+    if capturable is not None:
+        defaults["capturable"] = capturable
+    defaults["differentiable"] = differentiable
+    defaults.update(more)
     return defaults
 
 

@@ -17,7 +17,8 @@ import types
 import warnings
 from bisect import bisect_right
 from collections import Counter
-from functools import partial
+from functools import partial, wraps
+from weakref import ref
 
 from .optimizer import Optimizer
 
@@ -53,6 +54,24 @@ def _format_param(name, optimizer, param):
     return [param] * len(optimizer.param_groups)
 
 
+def _track_step_called(optimizer):
+    """Make ``optimizer.step`` record that it was called (``optimizer._opt_called``), as
+    PyTorch's schedulers do to warn about ``scheduler.step()`` before ``optimizer.step()``."""
+    if hasattr(optimizer.step, "_wrapped_by_lr_sched"):
+        return
+    opt_ref = ref(optimizer)
+    func = optimizer.step.__func__
+
+    @wraps(func)
+    def wrapper(*args, **kwargs):
+        opt = opt_ref()
+        opt._opt_called = True
+        return func.__get__(opt, type(opt))(*args, **kwargs)
+
+    wrapper._wrapped_by_lr_sched = True
+    optimizer.step = wrapper
+
+
 def _lrs(optimizer):
     return [group["lr"] for group in optimizer.param_groups]
 
@@ -84,6 +103,8 @@ class LRScheduler:
                         "resuming scheduler with last_epoch >= 0.")
         self.base_lrs = [group["initial_lr"] for group in optimizer.param_groups]
         self.last_epoch = last_epoch
+        self._get_lr_called_within_step = False  # PyTorch's flag (in its state dicts)
+        _track_step_called(optimizer)
         self._initial_step()
 
     def _initial_step(self):
@@ -104,11 +125,30 @@ class LRScheduler:
         return self._last_lr
 
     def step(self, epoch=None):
-        """Advance one epoch (or go to ``epoch``) and set the groups' learning rates."""
+        """Advance one epoch (or go to ``epoch``) and set the groups' learning rates. The
+        first call warns (UserWarning, as PyTorch) when ``optimizer.step()`` has not been
+        called yet, or was replaced after the scheduler was made."""
+        if self._step_count == 1:
+            if not hasattr(self.optimizer.step, "_wrapped_by_lr_sched"):
+                warnings.warn("Seems like `optimizer.step()` has been overridden after learning "
+                              "rate scheduler initialization. Please, make sure to call "
+                              "`optimizer.step()` before `lr_scheduler.step()`.", UserWarning,
+                              stacklevel=2)
+            elif not getattr(self.optimizer, "_opt_called", False):
+                warnings.warn("Detected call of `lr_scheduler.step()` before "
+                              "`optimizer.step()`. In PyTorch 1.1.0 and later, you should call "
+                              "them in the opposite order: `optimizer.step()` before "
+                              "`lr_scheduler.step()`.  Failure to do this will result in "
+                              "PyTorch skipping the first value of the learning rate "
+                              "schedule.", UserWarning, stacklevel=2)
         self._step_count += 1
         if epoch is not None:
             warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning, stacklevel=2)
-        self._update_lr(epoch)
+        self._get_lr_called_within_step = True
+        try:
+            self._update_lr(epoch)
+        finally:
+            self._get_lr_called_within_step = False
 
     def _update_lr(self, epoch=None):
         if epoch is None:
@@ -777,6 +817,9 @@ class ReduceLROnPlateau(LRScheduler):
     ``best * (1 - threshold)`` (mode 'min', threshold_mode 'rel'), ``best - threshold``
     ('abs'), or above ``best * (1 + threshold)`` / ``best + threshold`` (mode 'max').
 
+    A parameter group added to the optimizer later gets the scalar ``min_lr`` (as PyTorch;
+    with a ``min_lr`` list, reducing then raises RuntimeError: set ``min_lrs`` to match).
+
     Raises ValueError for a factor >= 1, an unknown mode or threshold mode, or a ``min_lr``
     list of the wrong length."""
 
@@ -794,15 +837,18 @@ class ReduceLROnPlateau(LRScheduler):
         if isinstance(min_lr, (list, tuple)):
             if len(min_lr) != n:
                 raise ValueError(f"ReduceLROnPlateau: expected {n} min_lrs, got {len(min_lr)}")
+            self.default_min_lr = None
             self.min_lrs = list(min_lr)
         else:
+            self.default_min_lr = min_lr
             self.min_lrs = [min_lr] * n
         self.factor, self.patience, self.cooldown = factor, patience, cooldown
         self.mode, self.threshold, self.threshold_mode, self.eps = mode, threshold, \
             threshold_mode, eps
         self.cooldown_counter = 0
         self.last_epoch = 0
-        self.best = math.inf if mode == "min" else -math.inf
+        self.mode_worse = math.inf if mode == "min" else -math.inf
+        self.best = self.mode_worse
         self.num_bad_epochs = 0
         self._last_lr = [g["lr"] for g in optimizer.param_groups]
 
@@ -833,7 +879,17 @@ class ReduceLROnPlateau(LRScheduler):
             self.cooldown_counter -= 1
             self.num_bad_epochs = 0
         if self.num_bad_epochs > self.patience:
-            for i, group in enumerate(self.optimizer.param_groups):
+            groups = self.optimizer.param_groups
+            if len(groups) != len(self.min_lrs):
+                if self.default_min_lr is None:
+                    raise RuntimeError(
+                        f"The number of param groups in the `optimizer` ({len(groups)}) "
+                        f"differs from when `ReduceLROnPlateau` was initialized "
+                        f"({len(self.min_lrs)}), usually due to a new param group being "
+                        "added to the optimizer. Please modify the `min_lrs` field to match "
+                        "the length of the `optimizer` param groups.")
+                self.min_lrs = [self.default_min_lr] * len(groups)
+            for i, group in enumerate(groups):
                 old = float(group["lr"])
                 new = max(old * self.factor, self.min_lrs[i])
                 if old - new > self.eps:

@@ -4,6 +4,9 @@ step uses; the optimizers themselves are in :mod:`chainrule.optim` and its ``_mo
 from __future__ import annotations
 
 import copy
+import functools
+import itertools
+from collections import OrderedDict, defaultdict
 
 import numpy as np
 
@@ -11,6 +14,7 @@ from .._creation import get_default_dtype
 from .._state import enable_grad
 from .._tensor import Tensor, wrap
 from ..backend import backend_of
+from ..nn._hooks import RemovableHandle as _Handle
 
 
 def _scalar_dtype():
@@ -41,6 +45,53 @@ def _is_array(v):
     return hasattr(v, "shape") and hasattr(v, "dtype") and not isinstance(v, Tensor)
 
 
+def _add(table, hook):
+    handle = _Handle(table)
+    table[handle.id] = hook
+    return handle
+
+
+_global_step_pre_hooks = OrderedDict()
+_global_step_post_hooks = OrderedDict()
+
+
+def register_optimizer_step_pre_hook(hook):
+    """``hook(optimizer, args, kwargs)`` runs before every optimizer's ``step`` (it may
+    return ``(new_args, new_kwargs)``). Returns a handle whose ``remove()`` unregisters it."""
+    return _add(_global_step_pre_hooks, hook)
+
+
+def register_optimizer_step_post_hook(hook):
+    """``hook(optimizer, args, kwargs)`` runs after every optimizer's ``step``. Returns a
+    handle whose ``remove()`` unregisters it."""
+    return _add(_global_step_post_hooks, hook)
+
+
+def _hooked_step(step):
+    """``step`` running the global and the optimizer's step pre- and post-hooks around
+    it, as PyTorch's ``Optimizer.profile_hook_step``."""
+
+    @functools.wraps(step)
+    def wrapper(self, *args, **kwargs):
+        for hook in itertools.chain(list(_global_step_pre_hooks.values()),
+                                    list(self._optimizer_step_pre_hooks.values())):
+            result = hook(self, args, kwargs)
+            if result is not None:
+                if isinstance(result, tuple) and len(result) == 2:
+                    args, kwargs = result
+                else:
+                    raise RuntimeError(f"{hook} must return None or a tuple of (new_args, "
+                                       f"new_kwargs), but got {result}.")
+        out = step(self, *args, **kwargs)
+        for hook in itertools.chain(list(self._optimizer_step_post_hooks.values()),
+                                    list(_global_step_post_hooks.values())):
+            hook(self, args, kwargs)
+        return out
+
+    wrapper.hooked = True
+    return wrapper
+
+
 class _Required:
     def __repr__(self):
         return "<required parameter>"
@@ -54,17 +105,19 @@ class Optimizer:
 
     Parameters
     ----------
-    params : iterable of Tensor, or iterable of dict
-        Leaf tensors with ``requires_grad=True`` (e.g. ``model.parameters()``), or parameter
-        groups ``{"params": [...], "lr": ..., ...}`` whose missing options take ``defaults``.
+    params : iterable of Tensor, of (name, Tensor) pairs, or of dict
+        Leaf tensors with ``requires_grad=True`` (e.g. ``model.parameters()``), named ones
+        (``model.named_parameters()``: the names are kept in each group's
+        ``"param_names"``), or parameter groups ``{"params": [...], "lr": ..., ...}`` whose
+        missing options take ``defaults``.
     defaults : dict
         The default options.
 
     Raises
     ------
     ValueError
-        An empty parameter list, a parameter that is not a leaf requiring grad, or a
-        parameter in more than one group.
+        An empty parameter list, a parameter that is not a leaf requiring grad, a
+        parameter in more than one group, or a group mixing named and unnamed parameters.
     TypeError
         ``params`` is a single Tensor (pass an iterable).
     """
@@ -79,8 +132,12 @@ class Optimizer:
             raise TypeError("params argument given to the optimizer should be an iterable of "
                             f"Tensors or dicts, but got {type(params).__name__}")
         self.defaults = defaults
-        self.state = {}
+        self.state = defaultdict(dict)  # as PyTorch's: self.state[p] starts empty
         self.param_groups = []
+        self._optimizer_step_pre_hooks = OrderedDict()
+        self._optimizer_step_post_hooks = OrderedDict()
+        if not getattr(type(self).step, "hooked", False):  # hooks also run around a
+            type(self).step = _hooked_step(type(self).step)  # subclass's own step
         groups = list(params)
         if not groups:
             raise ValueError(f"{type(self).__name__}: optimizer got an empty parameter list")
@@ -104,7 +161,15 @@ class Optimizer:
             raise TypeError(f"param_group must be a dict, but got {type(param_group).__name__}")
         group = dict(param_group)
         ps = group["params"]
-        group["params"] = [ps] if isinstance(ps, Tensor) else list(ps)
+        ps = [ps] if isinstance(ps, Tensor) else list(ps)
+        named = [p for p in ps if isinstance(p, tuple)]
+        if named:  # named parameters, as ``model.named_parameters()`` gives
+            if len(named) != len(ps):
+                raise ValueError("all optimizer params should be with/without names. Some "
+                                 "param names are missing")
+            group["param_names"] = [name for name, _ in named]
+            ps = [p for _, p in named]
+        group["params"] = ps
         for i, p in enumerate(group["params"]):
             if not isinstance(p, Tensor):
                 raise TypeError(f"{type(self).__name__} can only optimize Tensors, but one of "
@@ -122,6 +187,33 @@ class Optimizer:
         if existing & {id(p) for p in group["params"]}:
             raise ValueError("some parameters appear in more than one parameter group")
         self.param_groups.append(group)
+
+    def __getstate__(self):
+        # without the per-instance ``step`` wrapper a scheduler installs (it refers to this
+        # optimizer: a copy must step its own parameters), as PyTorch's __getstate__
+        state = dict(self.__dict__)
+        state.pop("step", None)
+        state.pop("_opt_called", None)
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self.__dict__.setdefault("_optimizer_step_pre_hooks", OrderedDict())
+        self.__dict__.setdefault("_optimizer_step_post_hooks", OrderedDict())
+
+    def register_step_pre_hook(self, hook):
+        """``hook(optimizer, args, kwargs)`` runs before this optimizer's ``step`` (it may
+        return ``(new_args, new_kwargs)``). Returns a removable handle."""
+        return _add(self._optimizer_step_pre_hooks, hook)
+
+    def register_step_post_hook(self, hook):
+        """``hook(optimizer, args, kwargs)`` runs after this optimizer's ``step``. Returns a
+        removable handle."""
+        return _add(self._optimizer_step_post_hooks, hook)
+
+    def step(self, closure=None):
+        """One update: subclasses define it. Raises NotImplementedError."""
+        raise NotImplementedError
 
     def zero_grad(self, set_to_none=True):
         """Clear the gradients: set them to None (default) or to zeros."""
@@ -170,7 +262,7 @@ class Optimizer:
             if len(mine["params"]) != len(theirs["params"]):
                 raise ValueError("loaded state dict contains a parameter group that doesn't "
                                  "match the size of optimizer's group")
-        self.state = {}
+        self.state = defaultdict(dict)  # as PyTorch's: self.state[p] starts empty
         for mine, theirs in zip(self.param_groups, groups):
             for p, i in zip(mine["params"], theirs["params"]):
                 if i in state_dict["state"]:
@@ -181,15 +273,19 @@ class Optimizer:
 
     def _as_tensors(self, p, st):
         """A loaded state entry as PyTorch's ``load_state_dict`` leaves it: buffers as Tensors
-        of ``p``'s dtype and backend, ``step`` as it is (an int, float or array ``step`` from
-        an older state dict becomes a 0-d tensor, as in PyTorch's ``__setstate__``)."""
+        of ``p``'s dtype and backend, ``step`` as it is (for chainrule's optimizers and their
+        subclasses, an int, float or array ``step`` from an older state dict becomes a 0-d
+        tensor, as their ``__setstate__`` in PyTorch; a user's optimizer keeps its numbers)."""
         if not isinstance(st, dict):
             return st
         xp = backend_of(p._data).xp
         floating = np.dtype(p.dtype).kind in "fc"
+        builtin = any(c is not Optimizer and (c.__module__ == __package__ or
+                                              c.__module__.startswith(__package__ + "."))
+                      for c in type(self).__mro__)
         for k, v in st.items():
             scalar = k in self._scalar_keys or k in self._other_scalars
-            if scalar and not isinstance(v, Tensor) and v is not None:
+            if scalar and builtin and not isinstance(v, Tensor) and v is not None:
                 v = _scalar(float(np.asarray(v)))
             if k in self._scalar_keys:
                 st[k] = v

@@ -1,5 +1,7 @@
-"""``chainrule.utils``: ``utils.data`` (datasets and loaders, as ``torch.utils.data``)."""
+"""``chainrule.utils``: ``utils.data`` (datasets and loaders, as ``torch.utils.data``) and
+``utils.checkpoint`` (activation checkpointing's interface, as
+``torch.utils.checkpoint``)."""
 
-from . import data
+from . import checkpoint, data
 
-__all__ = ["data"]
+__all__ = ["data", "checkpoint"]

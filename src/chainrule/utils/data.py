@@ -20,7 +20,8 @@ from .._tensor import Tensor, wrap
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "ChainDataset",
            "Subset", "DataLoader", "random_split", "default_collate", "Sampler",
            "SequentialSampler", "RandomSampler", "SubsetRandomSampler",
-           "WeightedRandomSampler", "BatchSampler"]
+           "WeightedRandomSampler", "BatchSampler", "StackDataset", "default_convert",
+           "get_worker_info"]
 
 
 class Dataset:
@@ -161,6 +162,68 @@ def random_split(dataset, lengths, generator=None):
         out.append(Subset(dataset, perm[start:start + k].tolist()))
         start += k
     return out
+
+
+class StackDataset(Dataset):
+    """Datasets of one length side by side, as ``torch.utils.data.StackDataset``: item
+    ``i`` is the tuple of their items ``i`` (``StackDataset(a, b)``) or a dict
+    (``StackDataset(x=a, y=b)``).
+
+    Raises ValueError for no datasets, both positional and keyword ones, or datasets of
+    different lengths."""
+
+    def __init__(self, *args, **kwargs):
+        if args and kwargs:
+            raise ValueError("Supported either ``tuple``- (via ``args``) or``dict``- (via "
+                             "``kwargs``) like input/output, but both types are given.")
+        if not args and not kwargs:
+            raise ValueError("At least one dataset should be passed")
+        datasets = list(args) if args else list(kwargs.values())
+        self._length = len(datasets[0])
+        if any(self._length != len(d) for d in datasets):
+            raise ValueError("Size mismatch between datasets")
+        self.datasets = args if args else kwargs
+
+    def __getitem__(self, index):
+        if isinstance(self.datasets, dict):
+            return {k: d[index] for k, d in self.datasets.items()}
+        return tuple(d[index] for d in self.datasets)
+
+    def __len__(self):
+        return self._length
+
+
+def get_worker_info():
+    """Information about the current DataLoader worker process: None, as in PyTorch's main
+    process (chainrule's DataLoader loads in the calling process), so an
+    ``IterableDataset`` that shards by worker reads everything."""
+    return None
+
+
+def default_convert(data):
+    """What ``DataLoader`` applies to each sample when it does not batch
+    (``batch_size=None``), as ``torch.utils.data.default_convert``: NumPy arrays (not of
+    strings) and NumPy scalars become tensors, recursively inside dicts, named tuples
+    (kept), tuples (which become lists, as PyTorch's) and lists; anything else is
+    returned as it is."""
+    if isinstance(data, Tensor):
+        return data
+    if isinstance(data, np.ndarray):
+        return data if data.dtype.kind in "USO" else wrap(np.array(data))
+    if isinstance(data, (np.number, np.bool_)):
+        return wrap(np.asarray(data))
+    if isinstance(data, dict):
+        try:
+            return type(data)({k: default_convert(v) for k, v in data.items()})
+        except TypeError:
+            return {k: default_convert(v) for k, v in data.items()}
+    if isinstance(data, tuple) and hasattr(data, "_fields"):
+        return type(data)(*(default_convert(d) for d in data))
+    if isinstance(data, tuple):
+        return [default_convert(d) for d in data]
+    if isinstance(data, list):
+        return [default_convert(d) for d in data]
+    return data
 
 
 def default_collate(batch):
@@ -357,7 +420,8 @@ class DataLoader:
     :class:`BatchSampler` of ``batch_size`` and ``drop_last``, or from ``batch_sampler``
     (lists of indices) when given; ``batch_size=None`` yields single samples, uncollated.
     An :class:`IterableDataset` is read in its own order and its items grouped into
-    batches. Batches go through ``collate_fn`` (default :func:`default_collate`); a
+    batches. Batches go through ``collate_fn`` (default :func:`default_collate`; without
+    batching each sample goes through it, default :func:`default_convert`); a
     ``TensorDataset`` with the default collate is sliced directly (one indexing per batch,
     a list of tensors).
 
@@ -401,12 +465,15 @@ class DataLoader:
         self.dataset, self.batch_size, self.drop_last = dataset, batch_size, drop_last
         self.sampler, self.batch_sampler, self.generator = sampler, batch_sampler, generator
         self.num_workers = num_workers
-        self.collate_fn = collate_fn or default_collate
+        # PyTorch's default: collate batches, convert single samples (batch_size=None)
+        batching = self.batch_sampler is not None or (iterable and batch_size is not None)
+        self.collate_fn = collate_fn or (default_collate if batching else default_convert)
 
     def _iter_iterable(self):
         it = iter(self.dataset)
         if self.batch_size is None:
-            yield from it
+            for item in it:
+                yield self.collate_fn(item)
             return
         while True:
             batch = list(itertools.islice(it, self.batch_size))
@@ -418,9 +485,9 @@ class DataLoader:
         if isinstance(self.dataset, IterableDataset):
             yield from self._iter_iterable()
             return
-        if self.batch_sampler is None:  # no batching: one sample at a time
+        if self.batch_sampler is None:  # no batching: one sample at a time, converted
             for i in self.sampler:
-                yield self.dataset[i]
+                yield self.collate_fn(self.dataset[i])
             return
         for idx in self.batch_sampler:
             if isinstance(self.dataset, TensorDataset) and self.collate_fn is default_collate:
