@@ -63,6 +63,9 @@ __all__ = [
     # SciPy's names (issue 12): gamma family, Bessel functions, incomplete gamma and beta
     "gamma", "rgamma", "gammasgn", "beta", "erfcinv", "j0", "j1", "jn", "y0", "y1", "yn",
     "iv", "ive", "gammainc", "gammaincc", "betainc",
+    # PyTorch's names of the Bessel functions above
+    "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "modified_bessel_i0",
+    "modified_bessel_i1", "spherical_bessel_j0",
 ]
 
 psi = digamma
@@ -77,3 +80,15 @@ def softmax(input, dim, *, dtype=None):
 def log_softmax(input, dim, *, dtype=None):
     """``log_softmax(input, dim)``, after converting ``input`` to ``dtype`` when given."""
     return _ops.log_softmax(input if dtype is None else input.to(dtype), dim)
+
+
+bessel_j0, bessel_j1, bessel_y0, bessel_y1 = j0, j1, y0, y1  # torch.special's names
+modified_bessel_i0, modified_bessel_i1 = i0, i1
+
+
+def spherical_bessel_j0(input):
+    """``sin(x) / x`` (1 at 0, 0 at +-inf), as ``torch.special.spherical_bessel_j0``:
+    ``sinc(x / pi)`` with the normalized sinc, so differentiable everywhere (PyTorch's is
+    not)."""
+    out = sinc(input / 3.141592653589793)
+    return _ops.where(_ops.isinf(input), 0.0, out)

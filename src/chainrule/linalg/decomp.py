@@ -447,6 +447,28 @@ def _eigh_forward(xp, A, UPLO):
     return w, V
 
 
+def _or(a, b):
+    if a is None:
+        return b
+    return a if b is None else a | b
+
+
+def _eigenvalue_cotangent_on_pair(near, gL):
+    """Mask (..., k, k) of (nearly) equal pairs (i, j) where the eigenvalue cotangent of i
+    or j is not zero, or None. There a loss that also reads the eigenvectors (their
+    cotangent is zero on columns i, j) is typically a spectral function V f(L) V^T with
+    f(lambda) = 0 (at A = 0, say): its cotangent on the eigenvectors vanishes, yet its
+    derivative is the divided difference f'(lambda) on the pair, not the 0 that the chain
+    rule's 0/0 would give. The rule puts nan there (as PyTorch, whose 0/0 is nan)."""
+    if gL is None or not _maybe(near):
+        return None
+    d = _data(gL)
+    xp = _xp(d)[0]
+    scale = xp.sqrt(xp.sum(d * d, axis=-1, keepdims=True))
+    big = xp.abs(d) > float(np.sqrt(_eps(d))) * scale
+    return near & (big[..., :, None] | big[..., None, :])
+
+
 def _eigh_vjp(F, g, out, UPLO):
     gL, gV = g
     L, V = out
@@ -471,6 +493,7 @@ def _eigh_vjp(F, g, out, UPLO):
             )
 
         bad = _check_degenerate(near, _col_norms(gV, L), _fro(gV), _eps(L), explain)
+        bad = _or(bad, _eigenvalue_cotangent_on_pair(near, gL))
         VtgV = F.matmul(F.mT(V), gV)
         E = F.unsqueeze(L, -2) - F.unsqueeze(L, -1)          # E_ij = lambda_j - lambda_i
         inner = 0.5 * (VtgV - F.mT(VtgV)) * _inverse_gaps(F, E, near, bad)
@@ -493,8 +516,10 @@ EIGH = defop(
     "linalg_eigh", _eigh_forward, ("A",), attrs=("UPLO",), nout=2,
     vjp={"A": _eigh_vjp}, jvp={"A": _eigh_jvp},
     math={"A": "grad_A = V (diag(grad_L) + skew(V^T grad_V) / E) V^T, E_ij = L_j - L_i "
-               "(0 on the diagonal; where E_ij ~ 0: 0 if columns i, j of grad_V are 0, "
-               "else RuntimeError); only grad_L: V diag(grad_L) V^T, no gaps; symmetric, "
+               "(0 on the diagonal; where E_ij ~ 0: 0 if columns i, j of grad_V and "
+               "grad_L_i, grad_L_j are 0, nan if only grad_L_i or grad_L_j is not (a "
+               "spectral function V f(L) V^T with f(L_i) = 0), else RuntimeError); only "
+               "grad_L: V diag(grad_L) V^T, no gaps; symmetric, "
                "as in PyTorch",
           "out": "X = V^T sym(dA) V: dL = diagonal(X), dV = V (X / E)  (where E_ij ~ 0: 0 "
                  "if X_ij ~ 0, else nan: the eigenvectors are not differentiable there)"},
@@ -587,6 +612,7 @@ def _svd_vjp(F, g, out, full_matrices):
 
     bad = _check_degenerate(near, _col_norms(gU, S) + _col_norms(gV, S),
                             _fro(gU) + _fro(gV), _eps(S), explain)
+    bad = _or(bad, _eigenvalue_cotangent_on_pair(near, gS))
     J = None  # J_U = U^T gU - gU^T U and J_V = V^T gV - gV^T V, as (J_U + J_V, J_U - J_V)
     if gU is not None:
         UtgU = F.matmul(F.mT(U), gU)
@@ -678,7 +704,8 @@ SVD = defop(
                "J_U = U^T grad_U - grad_U^T U, J_V = V^T grad_V - grad_V^T V, "
                "E_ij = S_j^2 - S_i^2, computed as (J_U + J_V)_ij / 2 (S_j - S_i) + "
                "(J_U - J_V)_ij / 2 (S_j + S_i) (0 on the diagonal; where S_i ~ S_j: 0 if "
-               "columns i, j of grad_U, grad_V are 0, else RuntimeError); the last two terms "
+               "columns i, j of grad_U, grad_V and grad_S_i, grad_S_j are 0, nan if only "
+               "grad_S_i or grad_S_j is not, else RuntimeError); the last two terms "
                "only when m > k resp. n > k; only grad_S: U diag(grad_S) V^T, no gaps; "
                "full_matrices: grad_U1 - U2 grad_U2^T U1 (RuntimeError if "
                "skew(U2^T grad_U2) != 0), likewise for V",

@@ -35,7 +35,10 @@ from .decomp import (
     _fro,
     _inverse_gaps,
     _linalg,
+    _maybe,
     _near_equal,
+    _poison,
+    _xp,
 )
 
 __all__ = ["eig", "eigvals"]
@@ -61,11 +64,32 @@ def _eig_forward(xp, A):
     return L, V
 
 
+def _defective(L, V):
+    """Mask (..., k, k) of (numerically) equal eigenvalue pairs whose eigenvectors are
+    (numerically) parallel: a defective A (a Jordan block), where no eigenvalue is
+    differentiable (they move like sqrt(dA)) and V^-1 in the rules is rounding noise. None
+    when there is none (known on the host)."""
+    near = _near_equal(L)
+    if not _maybe(near):
+        return None
+    v = _data(V)
+    xp = _xp(v)[0]
+    norms = xp.sqrt(xp.sum(v * v, axis=-2))
+    cos = xp.abs(xp.matmul(xp.matrix_transpose(v), v)) / (
+        norms[..., :, None] * norms[..., None, :])
+    bad = near & (cos > 1 - _eps(L) ** 0.5)
+    return bad if _maybe(bad) else None
+
+
 def _eig_vjp(F, g, out):
     gL, gV = g
     L, V = out
     if gL is None and gV is None:
         return None
+    return _poison(F, _eig_vjp_formula(F, gL, gV, L, V), _defective(L, V))
+
+
+def _eig_vjp_formula(F, gL, gV, L, V):
     inner = 0.0
     if gV is not None:
         near = _near_equal(L)
@@ -98,6 +122,10 @@ def _eig_jvp(F, t, out):
     VC = F.matmul(V, C)
     # unit norm: v_i^T dv_i = 0 fixes C_ii = -(V^T V C)_ii
     dV = VC - V * F.unsqueeze(F.diagonal(F.matmul(F.mT(V), VC), 0, -2, -1), -2)
+    defective = _defective(L, V)
+    if defective is not None:  # no derivative there: nan, not V^-1's rounding noise
+        dL = _poison(F, F.unsqueeze(F.diagonal(dP, 0, -2, -1), -1), defective)[..., 0]
+        return dL, _poison(F, dV, defective)
     return F.diagonal(dP, 0, -2, -1), dV
 
 
@@ -106,9 +134,10 @@ EIG = defop(
     vjp={"A": _eig_vjp}, jvp={"A": _eig_jvp},
     math={"A": "grad_A = V^-T (diag(grad_L) + offdiag(W / E)) V^T, W = V^T grad_V - V^T V "
                "diag(diagonal(V^T grad_V)), E_ij = L_j - L_i (where E_ij ~ 0 and grad_V "
-               "reaches columns i, j: RuntimeError)",
+               "reaches columns i, j: RuntimeError); nan for a defective A (equal "
+               "eigenvalues with parallel eigenvectors: no eigenvalue is differentiable)",
           "out": "dP = V^-1 dA V: dL = diagonal(dP), dV = V C - V diag(diagonal(V^T V C)), "
-                 "C = offdiag(dP / E)"},
+                 "C = offdiag(dP / E)  (nan for a defective A)"},
     source="Giles (2008), An extended collection of matrix derivative results for forward "
            "and reverse mode AD, sec. 3.1 (eigenvalues and eigenvectors), with the unit-norm "
            "normalisation of PyTorch's linalg_eig_backward / linalg_eig_jvp",

@@ -16,6 +16,7 @@ import numpy as np
 from .._dispatch import ShapeError
 from .._tensor import Tensor, wrap
 from ..ops import where
+from ._common import _is_vector_rhs
 
 __all__ = ["ldl_factor", "ldl_factor_ex", "ldl_solve", "matmul", "vecdot", "diagonal",
            "vander", "matrix_rank", "solve_ex", "inv_ex", "cholesky_ex", "householder_product",
@@ -49,11 +50,12 @@ def _sytrf(A, name):
 
     A = _t(A)
     _no_grad_input(name, A)
+    dtype = A.detach().numpy().dtype  # float32 in, float32 out (computed in float64)
     a = np.asarray(A.detach().numpy(), dtype=float)
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
         raise ShapeError(f"linalg.{name}: A must be a batch of square matrices, got shape "
                          f"{a.shape}")
-    flat = a.reshape((-1,) + a.shape[-2:])
+    flat = a.reshape((math.prod(a.shape[:-2]),) + a.shape[-2:])  # (0 x 0 works)
     LD = np.empty_like(flat)
     piv = np.empty(flat.shape[:2], dtype=np.int32)
     info = np.empty(flat.shape[0], dtype=np.int32)
@@ -61,7 +63,7 @@ def _sytrf(A, name):
         ldu, ipiv, inf = lapack.dsytrf(m, lower=1)
         LD[b], piv[b], info[b] = np.tril(ldu), ipiv, inf
     batch = a.shape[:-2]
-    return (wrap(LD.reshape(a.shape).astype(a.dtype)), wrap(piv.reshape(batch + a.shape[-1:])),
+    return (wrap(LD.reshape(a.shape).astype(dtype)), wrap(piv.reshape(batch + a.shape[-1:])),
             wrap(info.reshape(batch)))
 
 
@@ -88,17 +90,21 @@ def ldl_solve(LD, pivots, B, *, hermitian=False):
 
     LD, pivots, B = _t(LD), _t(pivots), _t(B)
     _no_grad_input("ldl_solve", LD, B)
+    dtype = np.result_type(LD.detach().numpy().dtype, B.detach().numpy().dtype)
     ld, piv = np.asarray(LD.detach().numpy(), dtype=float), np.asarray(pivots.numpy())
     b = np.asarray(B.detach().numpy(), dtype=float)
     if b.ndim < 2 or b.shape[-2] != ld.shape[-1]:
         raise ShapeError(f"linalg.ldl_solve: B of shape {b.shape} does not fit LD of shape "
                          f"{ld.shape}")
     batch = np.broadcast_shapes(ld.shape[:-2], b.shape[:-2])
-    ld = np.broadcast_to(ld, batch + ld.shape[-2:]).reshape((-1,) + ld.shape[-2:])
-    piv = np.broadcast_to(piv, batch + piv.shape[-1:]).reshape((-1, piv.shape[-1]))
-    bb = np.broadcast_to(b, batch + b.shape[-2:]).reshape((-1,) + b.shape[-2:])
+    count = math.prod(batch)
+    if count == 0 or b.size == 0:  # an empty batch, 0x0 matrices or no right-hand sides
+        return wrap(np.zeros(batch + b.shape[-2:], dtype=dtype))
+    ld = np.broadcast_to(ld, batch + ld.shape[-2:]).reshape((count,) + ld.shape[-2:])
+    piv = np.broadcast_to(piv, batch + piv.shape[-1:]).reshape((count, piv.shape[-1]))
+    bb = np.broadcast_to(b, batch + b.shape[-2:]).reshape((count,) + b.shape[-2:])
     out = np.stack([lapack.dsytrs(m, p, r, lower=1)[0] for m, p, r in zip(ld, piv, bb)])
-    return wrap(out.reshape(batch + b.shape[-2:]).astype(np.result_type(ld, b)))
+    return wrap(out.reshape(batch + b.shape[-2:]).astype(dtype))
 
 
 def matmul(input, other):
@@ -109,7 +115,7 @@ def matmul(input, other):
 
 
 def vecdot(x, y, *, dim=-1):
-    """``sum(x * y, dim)`` with broadcasting (real inputs: no conjugation), as
+    """``sum(conj(x) * y, dim)`` with broadcasting (real inputs: no conjugation), as
     ``torch.linalg.vecdot``; shape: the broadcast shape without ``dim``."""
     from ..ops import sum as _sum
 
@@ -117,6 +123,8 @@ def vecdot(x, y, *, dim=-1):
     if x.shape[dim] != y.shape[dim]:
         raise ShapeError(f"linalg.vecdot: x and y must have the same size along dim {dim}, "
                          f"got shapes {tuple(x.shape)} and {tuple(y.shape)}")
+    if np.iscomplexobj(x._data):  # complex: the Hermitian inner product, as torch
+        x = wrap(np.conj(x._data))  # complex tensors carry no gradient here
     return _sum(x * y, dim)
 
 
@@ -139,7 +147,7 @@ def vander(x, *, N=None):
     if x.ndim == 0:  # a 0-d x is one value, as in PyTorch
         x = x.reshape(1)
     N = x.shape[-1] if N is None else N
-    if N < 1:
+    if N <= 1:  # as torch (N = 1, a column of ones, is refused there too)
         raise ValueError(f"linalg.vander: N must be greater than 1, got N={N}")
     return stack([ones_like(x)] + [x ** k for k in range(1, N)], -1)
 
@@ -176,12 +184,23 @@ def _info(A, k=2):
 
 
 def solve_ex(A, B, *, left=True, check_errors=False):
-    """:func:`chainrule.linalg.solve` plus ``info`` (zeros, int32), as
-    ``torch.linalg.solve_ex``. A singular ``A`` raises LinAlgError (chainrule does not
-    return a garbage solution with a nonzero ``info``)."""
+    """:func:`chainrule.linalg.solve` plus ``info`` (int32, LAPACK's getrf: the index of the
+    first zero pivot of a singular ``A``, 0 otherwise), as ``torch.linalg.solve_ex``: a
+    singular ``A`` gives a NaN solution and ``info > 0`` rather than an error, unless
+    ``check_errors`` (then LinAlgError, as :func:`chainrule.linalg.solve`)."""
     from .solves import solve
 
-    return SolveExResult(solve(A, B, left=left), _info(_t(A)))
+    A = _t(A)
+    info = _lapack_info(A._data, "inv") if A._data.__class__ is np.ndarray \
+        else np.zeros(tuple(A.shape[:-2]), dtype=np.int32)
+    if check_errors or not info.any():
+        return SolveExResult(solve(A, B, left=left), wrap(info))
+    bad = wrap((info > 0)[..., None, None])
+    eye = wrap(np.broadcast_to(np.eye(A.shape[-1], dtype=A.dtype), tuple(A.shape)).copy())
+    out = solve(where(bad, eye, A), B, left=left)  # a solvable stand-in where A is singular
+    vector = left and _is_vector_rhs(tuple(A.shape), tuple(_t(B).shape))
+    mask = (info > 0)[..., None] if vector else (info > 0)[..., None, None]
+    return SolveExResult(where(wrap(mask), math.nan, out), wrap(info))
 
 
 def _lapack_info(data, kind):
@@ -269,6 +288,8 @@ def householder_product(A, tau):
         v = V[..., :, i:i + 1]
         t = unsqueeze(unsqueeze(tau[..., i], -1), -1)
         Q = Q - t * matmul(v, matmul(v.mT, Q))
+    if k == 0:  # no reflectors: the identity columns, batched, with a zero gradient in A
+        Q = Q + 0.0 * V + zeros(*tau.shape[:-1], 1, 1, dtype=A.dtype)
     return Q
 
 

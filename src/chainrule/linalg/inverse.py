@@ -26,7 +26,7 @@ import numpy as np
 from .._dispatch import apply
 from .._ns import RAW, register
 from .._table import defop, documented
-from ..backend import NUMPY, backend_of, native_dtype, on_device_of, xp_kernel
+from ..backend import NUMPY, backend_of, dtype_kind, native_dtype, on_device_of, xp_kernel
 from ._common import (
     GILES,
     _as_input,
@@ -146,6 +146,8 @@ def _det_hvp(A, E):
     n = A.shape[-1]
     E = np.broadcast_to(np.asarray(E), np.broadcast_shapes(A.shape, np.shape(E)))
     A = np.broadcast_to(A, E.shape)
+    if E.size == 0:  # 0x0 matrices or an empty batch: an empty result
+        return np.zeros(E.shape, np.result_type(A, E))
     flat, Ef = A.reshape(-1, n, n), E.reshape(-1, n, n)
     det = np.linalg.det(flat)
     out = np.empty(flat.shape, dtype=np.result_type(flat, Ef))
@@ -371,6 +373,10 @@ def logdet(A):
 
     _check_square("linalg.logdet", "A", A)
     sign, logabsdet = apply(SLOGDET, (_as_input(A),))
+    if dtype_kind(sign.dtype) == "c":  # complex A: log(det) = log(sign) + logabsdet
+        from ..ops import log
+
+        return log(sign) + logabsdet
     return where(sign._data == -1, float("nan"), logabsdet)
 
 

@@ -48,6 +48,9 @@ def _lu_kernel(xp, A):
         raise NotImplementedError("linalg.lu: an LU factorization is not available on this "
                                   "backend (it needs SciPy's lu, on NumPy)")
     P, L, U = xp.lu(A)
+    m = A.shape[-2]
+    if tuple(P.shape) != (*A.shape[:-2], m, m):  # SciPy gives (0, 0, 0) for an empty batch
+        return xp.zeros((*A.shape[:-2], m, m), dtype=A.dtype), L, U
     return P.astype(A.dtype, copy=False), L, U
 
 
@@ -170,6 +173,8 @@ def _pivots_of(P):
     ``P`` (..., m, m) with ``A = P L U``, as a NumPy array (..., k)."""
     P = np.asarray(P)
     m = P.shape[-1]
+    if m == 0 or P.size == 0:  # 0x0 matrices or an empty batch: no pivots
+        return np.zeros(P.shape[:-1], dtype=np.int32)
     perm = np.argmax(P, axis=-2).reshape(-1, m)  # row i of P^T A is row perm[i] of A
     out = np.empty(perm.shape, dtype=np.int32)
     for b, target in enumerate(perm):
@@ -183,10 +188,12 @@ def _pivots_of(P):
     return out.reshape(P.shape[:-1])
 
 
-def lu_factor(A, *, pivot=True):
+def lu_factor(A, *, pivot=True, _check=True):
     """``(LU, pivots)``: ``L`` and ``U`` packed in one (..., m, n) matrix (``L``'s unit
     diagonal implicit) and LAPACK's pivots (1-based int32, (..., min(m, n))), as
-    ``torch.linalg.lu_factor``. Differentiable in ``LU`` through :func:`lu`."""
+    ``torch.linalg.lu_factor``. Differentiable in ``LU`` through :func:`lu`. Raises
+    RuntimeError when ``U`` has an exactly zero diagonal entry (a singular ``A``), as
+    PyTorch; :func:`lu_factor_ex` returns it in ``info`` instead."""
     P, L, U = lu(A, pivot=pivot)
     m, n = A.shape[-2], A.shape[-1]
     k = min(m, n)
@@ -201,19 +208,49 @@ def lu_factor(A, *, pivot=True):
     else:
         packed = tril(L, -1) + triu(U)
     pivots = wrap(_pivots_of(P.detach().numpy())[..., :k])
+    if _check:
+        _raise_on_zero_pivot("torch.linalg.lu_factor", _lu_info(U))
     return LUFactorResult(packed, pivots)
 
 
+def _lu_info(U):
+    """LAPACK getrf's ``info`` per matrix (int32, (...)): the 1-based index of the first
+    exactly zero diagonal entry of ``U`` (or of the packed ``LU``), 0 if there is none."""
+    d = np.diagonal(U.detach().numpy(), 0, -2, -1)
+    zero = d == 0
+    if d.shape[-1] == 0:
+        return np.zeros(d.shape[:-1], dtype=np.int32)
+    return np.where(zero.any(-1), np.argmax(zero, -1) + 1, 0).astype(np.int32)
+
+
+def _raise_on_zero_pivot(op, info):
+    if info.any():
+        flat = np.ravel(info)
+        b = int(np.flatnonzero(flat > 0)[0])
+        batch = f"(Batch element {b}): " if info.ndim else ""
+        j = int(flat[b])
+        raise RuntimeError(f"{op}: {batch}U[{j},{j}] is zero and using it on lu_solve would "
+                           "result in a division by zero. If you still want to perform the "
+                           "factorization, consider calling linalg.lu(A, pivot) or "
+                           "linalg.lu_factor_ex(A, pivot)")
+
+
 def lu_factor_ex(A, *, pivot=True, check_errors=False):
-    """:func:`lu_factor` plus ``info`` (zeros, int32): a singular ``A`` still factors
-    (``U`` has a zero on its diagonal), as in PyTorch."""
-    LU_, piv = lu_factor(A, pivot=pivot)
-    return LUFactorExResult(LU_, piv, wrap(np.zeros(tuple(A.shape[:-2]), dtype=np.int32)))
+    """:func:`lu_factor` plus ``info`` (int32, LAPACK's getrf: the 1-based index of the first
+    exactly zero diagonal entry of ``U``, 0 otherwise), as in PyTorch: a singular ``A``
+    still factors (``U`` has a zero on its diagonal) unless ``check_errors``."""
+    LU_, piv = lu_factor(A, pivot=pivot, _check=False)
+    info = _lu_info(LU_)  # the diagonal of the packed LU is U's
+    if check_errors:
+        _raise_on_zero_pivot("torch.linalg.lu_factor_ex", info)
+    return LUFactorExResult(LU_, piv, wrap(info))
 
 
 def _permutation(pivots, m, dtype):
     """``P`` (..., m, m) from LAPACK pivots (1-based swaps), as a NumPy array."""
     piv = np.asarray(pivots.numpy() if isinstance(pivots, Tensor) else pivots)
+    if piv.size == 0:  # no swaps (k = 0) or an empty batch: identities
+        return np.broadcast_to(np.eye(m, dtype=dtype), piv.shape[:-1] + (m, m)).copy()
     flat = piv.reshape(-1, piv.shape[-1])
     P = np.empty((flat.shape[0], m, m), dtype=dtype)
     for b, swaps in enumerate(flat):

@@ -25,6 +25,14 @@ from ..ops.shape import movedim, unsqueeze
 __all__ = ["matrix_norm", "norm", "cond"]
 
 
+def _amax(x):
+    """``x.amax(-1)``, 0 over an empty last dim (a norm of no entries, as torch); amin
+    raises there, as in torch."""
+    if x.shape[-1] == 0:
+        return reduction.sum(x, -1)
+    return x.amax(-1)
+
+
 def _ndim(x):
     return x.ndim if isinstance(x, Tensor) else np.ndim(x)
 
@@ -79,10 +87,10 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
         from .decomp import svdvals
 
         s = svdvals(A)
-        out = s.sum(-1) if ord == "nuc" else (s.amax(-1) if ord == 2 else s.amin(-1))
+        out = s.sum(-1) if ord == "nuc" else (_amax(s) if ord == 2 else s.amin(-1))
     elif ord in (1, -1, math.inf, -math.inf):
         sums = _abs(A).sum(dim=-2 if abs(ord) == 1 else -1)
-        out = sums.amax(-1) if ord > 0 else sums.amin(-1)
+        out = _amax(sums) if ord > 0 else sums.amin(-1)
     else:
         raise ShapeError(f"matrix_norm: unknown ord {ord!r}; expected 'fro', 'nuc', 2, -2, 1, "
                          "-1, inf or -inf")
@@ -111,8 +119,10 @@ def cond(A, p=None):
     """Condition number of square (or, for ``p`` in (None, 2, -2), any) matrices ``A``.
 
     ``p`` None or 2: ``s_max / s_min``; ``-2``: ``s_min / s_max``; otherwise
-    ``matrix_norm(A, p) * matrix_norm(inv(A), p)``. Differentiable through ``svdvals`` and
-    ``inv``. Raises ValueError for fewer than 2 dims or an unknown ``p``.
+    ``matrix_norm(A, p) * matrix_norm(inv(A), p)``, ``inf`` for a singular matrix (an exactly
+    zero pivot; its gradient is 0 there) and 0 for empty matrices, as torch. Differentiable
+    through ``svdvals`` and ``inv``. Raises ValueError for fewer than 2 dims or an unknown
+    ``p``.
     """
     if _ndim(A) < 2:
         raise ShapeError(f"cond: expected a tensor with at least 2 dims, got shape "
@@ -120,12 +130,26 @@ def cond(A, p=None):
     if p in (None, 2, -2):
         from .decomp import svdvals
 
+        if A.shape[-1] == 0 or A.shape[-2] == 0:  # no singular values: 0, as torch
+            from .._creation import zeros
+
+            return zeros(*A.shape[:-2], dtype=A.dtype)
         s = svdvals(A)
         big, small = s.amax(-1), s.amin(-1)
         return big / small if p in (None, 2) else small / big
-    from .inverse import inv
+    from ..ops import where
+    from .extras import inv_ex
 
-    return matrix_norm(A, p) * matrix_norm(inv(A), p)
+    if A.shape[-1] == 0 and A.shape[-2] == 0:  # 0x0 matrices: 0, as torch
+        from .._creation import zeros
+
+        return zeros(*A.shape[:-2], dtype=A.dtype)
+    inverse, info = inv_ex(A)
+    # a singular matrix (an exactly zero pivot): inf, as torch, rather than an error; its
+    # NaN inverse is replaced by 0 first (an SVD of NaN fails), so its gradient is 0
+    singular = info._data[...] > 0
+    inverse = where(singular[..., None, None], 0.0, inverse)
+    return where(singular, float("inf"), matrix_norm(A, p) * matrix_norm(inverse, p))
 
 
 reduction.MATRIX_NORM[0] = matrix_norm  # torch.norm(p="nuc") in the ops layer uses it

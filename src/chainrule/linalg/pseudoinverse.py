@@ -37,7 +37,12 @@ lstsq_return = collections.namedtuple(
 
 @xp_kernel
 def _pinv_kernel(xp, A, atol, rtol, hermitian):
-    mT = xp.matrix_transpose
+    if "complex" in str(A.dtype):  # the conjugate transpose: pinv = V S^-1 U^H
+
+        def mT(x):
+            return xp.conj(xp.matrix_transpose(x))
+    else:
+        mT = xp.matrix_transpose
     if hermitian:
         w, V = xp.linalg.eigh(A)
         s = xp.abs(w)

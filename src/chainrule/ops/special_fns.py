@@ -16,10 +16,10 @@ from __future__ import annotations
 import math
 import numbers
 
-from .._dispatch import apply, name_errors
+from .._dispatch import ShapeError, apply, name_errors
 from .._table import Rule, defop, documented, elementwise
 from .._tensor import Tensor
-from ..backend import NUMPY, xp_kernel
+from ..backend import NUMPY, backend_of, xp_kernel
 from .elementwise import _unary, add, clamp, log, log1p, mul, sub
 from .elementwise_more import (
     XLOGY,
@@ -37,6 +37,7 @@ __all__ = ["lgamma", "digamma", "polygamma", "erfc", "erfinv", "i0", "mvlgamma",
 AS = "Abramowitz and Stegun (1964)"
 _SQRT_PI = math.sqrt(math.pi)
 _SQRT_2PI = math.sqrt(2 * math.pi)
+_SQRT_HALF = math.sqrt(0.5)
 
 
 def special_kernel(name):
@@ -84,6 +85,7 @@ for _name in ("i0", "i1", "i0e", "i1e"):
     _declare_special(_name, (lambda name: lambda x: globals()[name](x))(_name))
 _declare_special("zeta", lambda x, q: zeta(x, q))
 _declare_special("erfinv", lambda x: erfinv(x))
+_declare_special("erfcx", lambda x: erfcx(x))
 declare_rule_name("log1p", NUMPY.xp.log1p, lambda x: log1p(x), lambda xp, dev, lazy: xp.log1p)
 
 # --- gamma family ------------------------------------------------------------------------------
@@ -133,7 +135,9 @@ digamma = _unary(DIGAMMA, "Elementwise digamma psi(x) = d/dx log Gamma(x).")
 def polygamma(n, input):
     """The ``n``-th derivative of digamma at ``input`` (``n`` a non-negative int)."""
     if not isinstance(n, int) or isinstance(n, bool) or n < 0:
-        raise ValueError(f"polygamma: n must be a non-negative int, got {n!r}")
+        # a negative n: PyTorch's RuntimeError (a ShapeError is one, and a ValueError)
+        raise (ValueError if not isinstance(n, int) else ShapeError)(
+            f"polygamma: n must be a non-negative int, got {n!r}")
     return apply(POLYGAMMA, (input,), (n,))
 
 
@@ -150,7 +154,8 @@ def mvlgamma(input, p):
     """The multivariate log-gamma function of dimension ``p``: ``p (p - 1) / 4 log(pi) +
     sum_{i < p} lgamma(input - i / 2)``. A composition of lgamma."""
     if not isinstance(p, int) or p < 1:
-        raise ValueError(f"mvlgamma: p must be a positive int, got {p!r}")
+        raise (ValueError if not isinstance(p, int) else ShapeError)(
+            f"mvlgamma: p must be a positive int, got {p!r}")
     total = lgamma(input)
     for i in range(1, p):
         total = add(total, lgamma(sub(input, i / 2)))
@@ -176,19 +181,58 @@ ERFINV = elementwise("erfinv", special_kernel("erfinv"),
                      lambda F, self: (_SQRT_PI / 2) * F.exp(F.erfinv(self) ** 2),
                      math="sqrt(pi) / 2 * exp(erfinv(x)^2)",
                      source=f"inverse function rule on {AS}, eq. 7.1.19")
-ERFCX = elementwise("erfcx", special_kernel("erfcx"),
-                    lambda F, self, out: 2 * self * out - 2 / _SQRT_PI,
-                    math="2 x erfcx(x) - 2 / sqrt(pi)",
-                    source=f"product rule on erfcx(x) = exp(x^2) erfc(x), {AS}, eq. 7.1.19")
+# erfcx'(x) = 2 x erfcx(x) - 2/sqrt(pi): both terms tend to 2/sqrt(pi) as x grows, and the
+# difference (~ -1/(sqrt(pi) x^2)) cancels (wrong sign in float32 at x = 100, and its own
+# derivative, the second one, wrong by orders of magnitude). For x >= 10 the rule is the
+# asymptotic series of A&S 7.1.23 put into the same formula:
+#   erfcx'(x) = (2/sqrt(pi)) sum_{k>=1} (-1)^k (2k-1)!! / (2 x^2)^k,
+# 12 terms (relative error below 1e-15 at x = 10, below 1e-9 at x = 5, where float32 starts
+# it; the terms decrease up to k ~ x^2).
+_ERFCX_SERIES = [(-1) ** k * math.prod(range(1, 2 * k, 2)) / 2.0 ** k for k in range(1, 13)]
+
+
+def _erfcx_deriv(F, self, out):
+    start = 10.0 if "64" in str(self.dtype) else 5.0
+    big = self >= start
+    u = (1.0 / F.where(big, self, start)) ** 2  # finite where not used, 0 (not nan) at inf
+    series = _ERFCX_SERIES[-1]
+    for c in reversed(_ERFCX_SERIES[:-1]):
+        series = c + u * series
+    # the other branch sees 0 where the series is used (its derivative would be 0 * inf there)
+    direct = 2 * F.where(big, 0.0, self) * F.where(big, 0.0, out) - 2 / _SQRT_PI
+    return F.where(big, (2 / _SQRT_PI) * u * series, direct)
+
+
+ERFCX = elementwise("erfcx", special_kernel("erfcx"), _erfcx_deriv,
+                    math="2 x erfcx(x) - 2 / sqrt(pi)  (for x >= 10 (float32: 5), where that "
+                         "cancels: "
+                         "(2 / sqrt(pi)) sum_{k=1..12} (-1)^k (2k-1)!! / (2 x^2)^k)",
+                    source=f"product rule on erfcx(x) = exp(x^2) erfc(x), {AS}, eq. 7.1.19; "
+                           "for large x the asymptotic expansion, eq. 7.1.23")
 NDTRI = elementwise("ndtri", special_kernel("ndtri"),
                     lambda F, out: _SQRT_2PI * F.exp(out * out / 2),
                     math="sqrt(2 pi) exp(ndtri(x)^2 / 2)",
                     source=f"inverse function rule on the normal density, {AS}, eq. 26.2.1")
-LOG_NDTR = elementwise("log_ndtr", special_kernel("log_ndtr"),
-                       lambda F, self, out: F.exp(-self * self / 2 - out) / _SQRT_2PI,
-                       math="exp(-x^2 / 2 - log_ndtr(x)) / sqrt(2 pi)  (= pdf(x) / ndtr(x), "
-                            "without underflow)",
-                       source=f"{AS}, eqs. 26.2.1-26.2.2; PyTorch's log_ndtr backward")
+# pdf(x) / ndtr(x) = sqrt(2/pi) / erfcx(-x / sqrt(2)) (ndtr(x) = exp(-x^2/2) erfcx(-x/sqrt 2)
+# / 2): no exp(-x^2/2 - log_ndtr(x)), whose two large terms cancel for x << 0 (0.1% off in
+# float32 at x = -700)
+def _log_ndtr_deriv(F, self, out):
+    neg = self < 0
+    # x < 0: the erfcx form; x >= 0 (ndtr >= 1/2, and erfcx(-x/sqrt 2) overflows for x > 37):
+    # pdf(x) / ndtr(x) as exp(-x^2/2 - log_ndtr(x)); each branch sees a safe value where
+    # the other is used
+    left = math.sqrt(2 / math.pi) / F.erfcx(F.where(neg, self, 0.0) * -_SQRT_HALF)
+    x = F.where(neg, 0.0, self)
+    right = F.exp(-x * x / 2 - F.where(neg, -math.log(2), out)) / _SQRT_2PI
+    return F.where(neg, left, right)
+
+
+LOG_NDTR = elementwise("log_ndtr", special_kernel("log_ndtr"), _log_ndtr_deriv,
+                       math="sqrt(2 / pi) / erfcx(-x / sqrt(2)) for x < 0, "
+                            "exp(-x^2 / 2 - log_ndtr(x)) / sqrt(2 pi) for x >= 0  (= pdf(x) / "
+                            "ndtr(x), without underflow or cancellation)",
+                       source=f"{AS}, eqs. 26.2.1-26.2.2 and 7.1.2 (ndtr(x) = "
+                              "exp(-x^2/2) erfcx(-x/sqrt 2) / 2)")
 
 erfc = _unary(ERFC, "Elementwise complementary error function 1 - erf(x).")
 erfinv = _unary(ERFINV, "Elementwise inverse error function, for x in (-1, 1).")
@@ -206,9 +250,21 @@ def ndtr(input):
 @name_errors
 def logit(input, eps=None):
     """``log(p / (1 - p))``; with ``eps``, ``p`` is first clamped into ``[eps, 1 - eps]``
-    (the gradient is then 0 outside, as in PyTorch). A composition."""
+    (the gradient is then 0 outside, as in PyTorch). Without ``eps``, the value and the
+    gradient are NaN outside ``[0, 1]`` (PyTorch's convention). A composition."""
     p = input if eps is None else clamp(input, eps, 1 - eps)
-    return sub(log(p), log1p(mul(p, -1.0)))
+    out = sub(log(p), log1p(mul(p, -1.0)))
+    if eps is None and isinstance(input, Tensor):
+        # outside [0, 1] the value is NaN, and so are the gradient (as in PyTorch) and the
+        # second derivative (log's own rule 1/p would give finite numbers there): add
+        # (input + input^2) * (NaN there, 0 elsewhere)
+        d = input._data
+        xp = backend_of(d).xp
+        outside = (d < 0) | (d > 1)
+        if d.__class__ is not NUMPY.xp.ndarray or outside.any():
+            poison = xp.where(outside, xp.full_like(d, math.nan), xp.zeros_like(d))
+            out = add(out, mul(add(input, mul(input, input)), poison))
+    return out
 
 
 # --- modified Bessel functions ---------------------------------------------------------------
