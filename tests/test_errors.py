@@ -475,3 +475,25 @@ def test_bad_arguments_name_an_op_and_change_nothing(name):
         np.testing.assert_array_equal(np.asarray(x.detach()), np.arange(6.0).reshape(2, 3))
         np.testing.assert_array_equal(np.asarray(v.detach()), [1.0, 2.0, 3.0])
         assert x.grad is None and v.grad is None and cr.is_grad_enabled()
+
+
+def test_an_extra_positional_argument_to_a_unary_op_raises_and_writes_nothing():
+    # NumPy would take the array as out= and write exp(x) into it
+    out = np.zeros(2)
+    x = cr.tensor([0.0, 1.0])
+    with pytest.raises(TypeError, match=r"exp\(\) takes 1 positional argument but 2"):
+        cr.exp(x, out)
+    with pytest.raises(TypeError, match=r"exp\(\) takes 1 positional argument but 2"):
+        x.exp(out)
+    assert np.array_equal(out, [0, 0]) and np.array_equal(x.numpy(), [0, 1])
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda x: x + None, "add"), (lambda x: cr.atan2(x, None), "atan2"),
+    (lambda x: x * "a", "mul"), (lambda x: cr.clone(None), "clone"),
+])
+def test_none_or_a_string_as_an_operand_is_a_type_error_naming_the_op(call, name):
+    x = cr.ones(2, requires_grad=True)
+    with pytest.raises(TypeError, match=rf"^{name}: "):
+        call(x)
+    assert x.grad is None and np.array_equal(x.detach().numpy(), [1, 1])

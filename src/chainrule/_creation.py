@@ -186,8 +186,24 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
         data = data if dtype is None else xp.astype(data, dtype)
         return _make(xp.asarray(data, copy=True) if not backend_of(data).lazy else data,
                      requires_grad, device)
-    return _make(_float_default(np.array(data, dtype=dtype), dtype, from_python),
-                 requires_grad, dev)
+    array = np.array(data, dtype=dtype)
+    if array.dtype.kind in "OUSV":
+        _not_numeric(data, array, "tensor")
+    return _make(_float_default(array, dtype, from_python), requires_grad, dev)
+
+
+class NotNumericError(TypeError, RuntimeError):
+    """Data no tensor dtype holds (``None``, a list of ``None``): PyTorch's constructors raise
+    RuntimeError ("Could not infer dtype"), its ops a TypeError for the same argument."""
+
+
+def _not_numeric(data, array, op):
+    """Raise for data that NumPy keeps as objects or strings (``tensor(None)``,
+    ``tensor("abc")``): no tensor dtype holds them (PyTorch raises too)."""
+    if array.dtype.kind == "O":
+        raise NotNumericError(f"{op}: Could not infer dtype of {type(data).__name__} "
+                           f"(got {data!r:.60})")
+    raise TypeError(f"{op}: invalid data type {type(data).__name__!r} (got {data!r:.60})")
 
 
 def as_tensor(data, dtype=None):
@@ -199,7 +215,10 @@ def as_tensor(data, dtype=None):
         return data.to(dtype)
     if _foreign(data):  # kept on its backend, shared (no conversion, no compute)
         return wrap(data if dtype is None else backend_of(data).xp.astype(data, dtype))
-    return wrap(np.asarray(data, dtype=dtype))
+    array = np.asarray(data, dtype=dtype)
+    if array.dtype.kind in "OUSV":
+        _not_numeric(data, array, "as_tensor")
+    return wrap(array)
 
 
 def from_dlpack(ext_tensor):
@@ -276,8 +295,11 @@ def _no_extra(kwargs, op):
 def full(size, fill_value, dtype=None, device=None, requires_grad=False):
     """A tensor of shape ``size`` filled with ``fill_value`` (dtype as NumPy infers it)."""
     _check_device(device, "full")
-    return _make(_float_default(np.full(tuple(size), fill_value, dtype=_np_dtype(dtype)), dtype),
-                 requires_grad, device)
+    data = np.full(tuple(size), fill_value, dtype=_np_dtype(dtype))
+    if data.dtype.kind in "OUSV":  # full(size, None), full(size, "a")
+        raise TypeError(f"full: argument 'fill_value' must be a number, not "
+                        f"{type(fill_value).__name__}")
+    return _make(_float_default(data, dtype), requires_grad, device)
 
 
 def eye(n, m=None, dtype=None, device=None, requires_grad=False):
@@ -333,6 +355,8 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
             data = np.array(obj, dtype=_np_dtype(dtype), copy=copy)
         except ValueError as e:
             raise ValueError(f"asarray: {e}") from None
+        if data.dtype.kind in "OUSV":
+            _not_numeric(obj, data, "asarray")
         t = wrap(_float_default(data, dtype, from_python))
     t = _on_device(t, dev)
     if requires_grad:
@@ -379,12 +403,26 @@ def _generator(generator):
 
 
 def _sample(op, draw, size, dtype, device, requires_grad, kwargs):
-    _check_device(device, op)
+    if _check_device(device, op) is not None:  # the move after the draw may still fail:
+        # then the random state goes back to what it was (a failing call draws nothing)
+        rng = _generator(kwargs.get("generator"))
+        saved = rng.bit_generator.state
+        try:
+            return _make(_sample(op, draw, size, dtype, None, False, kwargs)._data,
+                         requires_grad, device)
+        except Exception:
+            rng.bit_generator.state = saved
+            raise
     shape = _shape(size, kwargs.pop("size", None))
     rng = _generator(kwargs.pop("generator", None))
     _no_extra(kwargs, op)
+    if dtype is not None:  # a bad dtype fails before the draw: the random state is untouched
+        try:
+            dtype = _np_dtype(dtype)
+        except (TypeError, ValueError) as e:
+            raise TypeError(f"{op}: dtype must be a dtype, got {dtype!r} ({e})") from None
     data = _float_default(draw(rng, shape), dtype)
-    return _make(data if dtype is None else data.astype(_np_dtype(dtype)), requires_grad, device)
+    return _make(data if dtype is None else data.astype(dtype), requires_grad, device)
 
 
 def rand(*size, dtype=None, device=None, requires_grad=False, **kwargs):

@@ -43,10 +43,18 @@ SCATTERED_VJP = set()
 _CATEGORY = {"b": 0, "i": 1, "u": 1, "f": 2, "c": 3}
 
 
-def _scalar(x):
+def _scalar(x, op):
     """A NumPy scalar operand becomes a Python scalar, so that it does not upcast a tensor
-    (PyTorch: a scalar takes part in type promotion by its category only)."""
-    return x.item() if isinstance(x, np.generic) else x
+    (PyTorch: a scalar takes part in type promotion by its category only). None and
+    strings raise TypeError naming ``op`` (NumPy would make an object or string array)."""
+    if x.__class__ is int:
+        return x
+    if isinstance(x, np.generic):
+        return x.item()
+    if x is None or isinstance(x, str):
+        raise TypeError(f"{op.name}: expected a Tensor or a number as an operand, got "
+                        f"{type(x).__name__}")
+    return x
 
 
 def _category(d):
@@ -191,8 +199,12 @@ def make_call(op):
 
     if op.arity == 1:
         floating = op.floating
+        takes = len(op.attrs)
 
         def call(x, *attrs):
+            if attrs and not takes:  # exp(x, array): NumPy would take the array as out=
+                raise TypeError(f"{op.name}() takes 1 positional argument but "
+                                f"{1 + len(attrs)} were given")
             if isinstance(x, Tensor):
                 d = x._data
                 if d.__class__ is not _ndarray:
@@ -217,6 +229,9 @@ def make_call(op):
                 if flags & 2:
                     _after(op, (x,), (d,), attrs, out, result)
                 return result
+            if x is None or isinstance(x, str):  # NumPy would make an object array
+                raise TypeError(f"{op.name}: argument 'input' must be a Tensor, not "
+                                f"{type(x).__name__}")
             try:
                 out = forward(x, *attrs)
             except _FORWARD_ERRORS as e:
@@ -231,7 +246,7 @@ def make_call(op):
                 if a._requires_grad:
                     mask = 1
             else:
-                da = a if a.__class__ is float else _scalar(a)
+                da = a if a.__class__ is float else _scalar(a, op)
             if isinstance(b, Tensor):
                 db = b._data
                 if b._requires_grad:
@@ -240,7 +255,7 @@ def make_call(op):
                         and da.dtype is not db.dtype and promote:
                     da, db = promote_0d(da, db)
             elif b.__class__ is not float:
-                db = _scalar(b)
+                db = _scalar(b, op)
                 if da.__class__ is _ndarray and db.__class__ is _ndarray \
                         and da.dtype is not db.dtype and promote:
                     da, db = promote_0d(da, db)
@@ -282,7 +297,7 @@ def make_call(op):
                     if x._requires_grad:
                         mask |= bit
                 else:
-                    datas.append(x if x.__class__ in _PY_SCALARS else _scalar(x))
+                    datas.append(x if x.__class__ in _PY_SCALARS else _scalar(x, op))
                 bit <<= 1
             if promote and not op.variadic:
                 datas = promote_all_0d(datas)

@@ -231,14 +231,33 @@ def _zero(self):
     return _fill_with("zero_")(self, 0.0)
 
 
+def _tensor_arg(other, name):
+    """``other`` of ``t.view_as(other)`` and kin, which must be a Tensor (as PyTorch's)."""
+    if not isinstance(other, Tensor):
+        raise TypeError(f"{name}(): argument 'other' (position 1) must be Tensor, not "
+                        f"{type(other).__name__}")
+    return other
+
+
 def _random_fill(name, draw):
     """``t.uniform_(...)`` and the other in-place samplers: ``t`` filled with draws of
     ``draw(generator, shape, *args)`` (chainrule's generator unless ``generator=``), as an
     in-place write (a leaf that requires grad needs ``no_grad``, as in PyTorch)."""
     def method(self, *args, generator=None, **kwargs):
         rng = _creation.default_generator if generator is None else generator
-        values = np.asarray(draw(rng, tuple(self.shape), *args, **kwargs))
-        return _fill_with(name)(self, wrap(values.astype(np.dtype(numpy_dtype(self.dtype)))))
+        bits = getattr(rng, "bit_generator", None)
+        saved = None if bits is None else bits.state
+        try:
+            values = np.asarray(draw(rng, tuple(self.shape), *args, **kwargs))
+            return _fill_with(name)(self, wrap(values.astype(np.dtype(numpy_dtype(self.dtype)))))
+        except Exception as e:
+            if saved is not None:  # a failing call (an expanded tensor, a bad parameter)
+                bits.state = saved  # leaves the random state as it was
+            if isinstance(e, (ArithmeticError, ValueError)) and not str(e).startswith(name):
+                # NumPy's (or Python's) word on a bad parameter: exponential_(0) divides by 0
+                raise RuntimeError(f"{name}: invalid parameters {args or ''}{kwargs or ''} "
+                                   f"({type(e).__name__}: {e})") from None
+            raise
     method.__name__ = name
     return method
 
@@ -338,10 +357,10 @@ def _like_methods(T):
     constructors (PyTorch's names)."""
     from . import _creation as c
 
-    T.type_as = lambda self, other: self.to(other.dtype)
-    T.view_as = lambda self, other: ops.view(self, *other.shape)
-    T.reshape_as = lambda self, other: ops.reshape(self, *other.shape)
-    T.expand_as = lambda self, other: ops.expand(self, *other.shape)
+    T.type_as = lambda self, other: self.to(_tensor_arg(other, "type_as").dtype)
+    T.view_as = lambda self, other: ops.view(self, *_tensor_arg(other, "view_as").shape)
+    T.reshape_as = lambda self, other: ops.reshape(self, *_tensor_arg(other, "reshape_as").shape)
+    T.expand_as = lambda self, other: ops.expand(self, *_tensor_arg(other, "expand_as").shape)
     T.is_floating_point = lambda self: dtype_kind(self.dtype) == "f"
     T.repeat = lambda self, *sizes: ops.repeat(self, *sizes)
     T.new_zeros = _new(lambda self, size, **kw: c.zeros(*_shape_args(size), **kw))

@@ -359,6 +359,15 @@ def pdist(input, p=2):
 
 # --- dropout and normalisation -----------------------------------------------------------
 
+def _dropout_input(input, fname):
+    """``input`` as a Tensor, checked before a dropout draws its mask: a failing call must
+    leave the random state as it was (``dropout(None)`` raises, drawing nothing)."""
+    x = _t(input)
+    if x.dtype.kind not in "biufc":
+        raise TypeError(f"{fname}: input must be a Tensor, got {type(input).__name__}")
+    return x
+
+
 def dropout(input, p=0.5, training=True, inplace=False):
     """Zero each entry with probability ``p`` and scale the rest by ``1 / (1 - p)`` when
     ``training``; the identity otherwise. The mask comes from chainrule's generator, so
@@ -369,7 +378,7 @@ def dropout(input, p=0.5, training=True, inplace=False):
         raise ValueError(f"dropout: dropout probability has to be between 0 and 1, but got {p}")
     if not training or p == 0.0:
         return input
-    input = _t(input)
+    input = _dropout_input(input, "dropout")
     if p == 1.0:
         return input * 0.0
     keep = _creation.default_generator.random(tuple(input.shape)) >= p
@@ -412,6 +421,11 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
 
     Raises RuntimeError when C is not divisible by ``num_groups``."""
     s = _shape(input)
+    if not isinstance(num_groups, int):
+        raise TypeError(f"group_norm: num_groups must be an int, got {type(num_groups).__name__}")
+    if num_groups <= 0:
+        raise RuntimeError(f"group_norm: num_groups must be a positive int, got {num_groups!r} "
+                           f"(input of shape {_size(s)})")
     if len(s) < 2 or s[1] % num_groups:
         raise RuntimeError(f"group_norm: Expected number of channels in input to be divisible by "
                            f"num_groups, but got input of shape {_size(s)} and "
@@ -966,8 +980,9 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
         loss = _ops.exp(target) * (target - input)
     else:
         t = _t(target)
-        pos = t > 0
-        loss = _ops.where(pos, t * _ops.log(_ops.where(pos, t, 1.0)), 0.0) - t * input
+        # t log t: 0 at t = 0 (log 1 there), NaN for a negative target (log of a negative),
+        # as PyTorch's xlogy(t, t)
+        loss = t * _ops.log(_ops.where(t == 0, 1.0, t)) - t * input
     if reduction == "batchmean":
         return loss.sum() / (loss.shape[0] if loss.ndim else 1)
     return _reduce(loss, reduction, "kl_div")
@@ -1004,7 +1019,7 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
     if isinstance(var, (int, float)):
         if var < 0:
             raise ValueError("gaussian_nll_loss: var has negative entry/entries")
-        var = _creation.full(si, float(var), dtype=_t(input).dtype)
+        var = _creation.full(si, float(var), dtype=_float_dtype_of(_t(input)))
     else:
         var = _t(var)
         if (var._data < 0).any():
@@ -1159,13 +1174,14 @@ def glu(input, dim=-1):
 def hardshrink(input, lambd=0.5):
     """``x`` where ``|x| > lambd``, else 0."""
     x = _t(input)
-    return _ops.where((x > lambd) | (x < -lambd), x, 0.0)
+    return _ops.where((x >= -lambd) & (x <= lambd), 0.0, x)  # NaN passes through
 
 
 def softshrink(input, lambd=0.5):
     """``x - lambd`` above ``lambd``, ``x + lambd`` below ``-lambd``, else 0."""
     x = _t(input)
-    return _ops.where(x > lambd, x - lambd, _ops.where(x < -lambd, x + lambd, 0.0))
+    # NaN fails both comparisons and comes out as ``x + lambd``: NaN, as PyTorch's
+    return _ops.where(x > lambd, x - lambd, _ops.where(x >= -lambd, 0.0, x + lambd))
 
 
 def threshold(input, threshold, value, inplace=False):
@@ -1305,7 +1321,7 @@ def _channel_dropout(input, p, training, fname, batched_ndim):
     _check_p(p, fname)
     if not training or p == 0.0:
         return input
-    x = _t(input)
+    x = _dropout_input(input, fname)
     keep = _channel_mask(x, p, fname, batched_ndim)
     return x * wrap((keep / (1.0 - p) if p < 1 else keep * 0.0).astype(_float_dtype_of(x)))
 
@@ -1677,6 +1693,9 @@ def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
     (straight-through: ``y_hard - y_soft.detach() + y_soft``). Output: ``logits``' shape
     and dtype. ``eps`` is deprecated and unused (a UserWarning when set)."""
     logits = _t(logits)
+    if logits.dtype.kind not in "fc":  # before the draw, which a failing call must not make
+        raise (RuntimeError if logits.dtype.kind in "biu" else TypeError)(
+            f"gumbel_softmax: expected floating-point logits, got {logits.dtype}")
     if eps != 1e-10:
         warnings.warn("`eps` parameter is deprecated and has no effect.", stacklevel=2)
     e = _creation.default_generator.exponential(size=tuple(logits.shape))

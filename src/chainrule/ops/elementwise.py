@@ -258,8 +258,16 @@ def minimum(input, other):
 
 
 @documented(WHERE)
-def where(condition, input, other):
-    """``input`` where ``condition`` (bool, broadcastable) holds, else ``other``."""
+def where(condition, input=None, other=None):
+    """``input`` where ``condition`` (bool, broadcastable) holds, else ``other``;
+    ``where(condition)`` alone is ``nonzero(condition, as_tuple=True)``, as PyTorch's."""
+    if other is None or input is None:
+        if other is not input:
+            raise TypeError("where: give both input and other, or neither (got "
+                            f"{type(input).__name__} and {type(other).__name__})")
+        from .searching import nonzero
+
+        return nonzero(condition, as_tuple=True)
     return apply(WHERE, (condition, input, other))
 
 
@@ -456,8 +464,13 @@ def neg(input):
 
 @documented(SIGN)
 def sign(input):
-    """Elementwise sign (-1, 0 or 1); its gradient is zero."""
-    return apply(SIGN, (input,))
+    """Elementwise sign (-1, 0 or 1); its gradient is zero. A bool tensor is its own sign."""
+    try:
+        return apply(SIGN, (input,))
+    except TypeError:
+        if isinstance(input, Tensor) and input.dtype == np.bool_:  # NumPy has no bool sign
+            return clone(input)
+        raise
 
 
 def _unary(op, summary):
@@ -487,6 +500,18 @@ def softplus(input, beta=1.0, threshold=20.0):
     return apply(SOFTPLUS, (input,), (beta, threshold))
 
 
+def _integer_bounds(input, min, max, lo, hi):
+    """The missing bound of an integer clamp by a tensor: the integer dtype's extreme rather
+    than an infinity, which would make the result float (PyTorch's stays integer)."""
+    given = min if max is None else max
+    if isinstance(input, Tensor) and isinstance(given, Tensor) and \
+            input._data.__class__ is np.ndarray and given._data.__class__ is np.ndarray and \
+            input._data.dtype.kind in "iu" and given._data.dtype.kind in "iu":
+        info = np.iinfo(np.result_type(input._data.dtype, given._data.dtype))
+        return (info.min, hi) if min is None else (lo, info.max)
+    return lo, hi
+
+
 @documented(CLAMP)
 def clamp(input, min=None, max=None):
     """Clamp into ``[min, max]``. Number bounds are attributes; tensor bounds go through
@@ -494,8 +519,11 @@ def clamp(input, min=None, max=None):
     if min is None and max is None:
         raise ShapeError("clamp: at least one of min and max must be given")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
-        return apply(CLAMP_TENSOR, (input, -math.inf if min is None else min,
-                                    math.inf if max is None else max))
+        lo = -math.inf if min is None else min
+        hi = math.inf if max is None else max
+        if min is None or max is None:
+            lo, hi = _integer_bounds(input, min, max, lo, hi)
+        return apply(CLAMP_TENSOR, (input, lo, hi))
     return apply(CLAMP, (input,), (min, max))
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import numbers
 
 from .. import _ns
 from .._dispatch import apply, name_errors
@@ -473,8 +474,20 @@ fmin = _binary_doc(FMIN, "Elementwise minimum ignoring NaN (NaN only where both 
 def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
     """NaN replaced by ``nan``, +inf by ``posinf`` and -inf by ``neginf`` (default: the
     dtype's largest and lowest finite values); the gradient passes where ``input`` is
-    finite."""
+    finite. ``nan=None`` is 0, as PyTorch's."""
+    nan = _number(0.0 if nan is None else nan, "nan")
+    posinf = None if posinf is None else _number(posinf, "posinf")
+    neginf = None if neginf is None else _number(neginf, "neginf")
     return apply(NAN_TO_NUM, (input,), (nan, posinf, neginf))
+
+
+def _number(value, name):
+    """A replacement value of :func:`nan_to_num`, which must be a real number."""
+    if isinstance(value, numbers.Real):  # Python and NumPy ints and floats
+        return value
+    if isinstance(value, Tensor) and value.ndim == 0 and value.dtype.kind in "biuf":
+        return value.item()
+    raise TypeError(f"nan_to_num: argument '{name}' must be a number, not {type(value).__name__}")
 
 
 # --- compositions and aliases ------------------------------------------------------------------

@@ -138,7 +138,7 @@ def _dim(dim, x, op):
 
 
 @documented(SOFTMAX)
-def softmax(input, dim, *, dtype=None):
+def softmax(input, dim, dtype=None):
     """``exp(x) / sum(exp(x), dim)``, computed stably (a 0-d input is one value: 1);
     ``dtype``: the input is first cast to it (as PyTorch's)."""
     if dtype is not None:
@@ -162,7 +162,7 @@ def _on_1d(op, input, dim):
 
 
 @documented(LOG_SOFTMAX)
-def log_softmax(input, dim, *, dtype=None):
+def log_softmax(input, dim, dtype=None):
     """``x - logsumexp(x, dim)``, computed stably (a 0-d input is one value: 0);
     ``dtype``: the input is first cast to it (as PyTorch's)."""
     if dtype is not None:

@@ -65,8 +65,18 @@ def _count(shape, dim):
 SOURCE = ("Giles (2008), An extended collection of matrix derivative results, Report NA-08/01 "
           "(sums and products are linear / multilinear maps)")
 
+def _signed(xp, x, out):
+    """PyTorch's sum and prod of a bool or small integer tensor are int64; NumPy's of an
+    unsigned one (uint8, a torch dtype) would be uint64."""
+    if getattr(out.dtype, "kind", None) == "u" and x.dtype.itemsize < 8:  # NumPy's dtypes
+        return xp.astype(xp.asarray(out), xp.int64)
+    return out
+
+
 SUM = defop(
-    "sum", xp_kernel(lambda xp, x, dim, keepdim: xp.sum(x, axis=dim, keepdims=keepdim)), ("self",),
+    "sum",
+    xp_kernel(lambda xp, x, dim, keepdim: _signed(xp, x, xp.sum(x, axis=dim, keepdims=keepdim))),
+    ("self",),
     attrs=("dim", "keepdim"),
     vjp={"self": lambda F, g, self_shape, dim, keepdim:
          _unreduce(F, g, self_shape, dim, keepdim)},
@@ -101,7 +111,8 @@ def _prod_jvp(F, t, self, out, dim, keepdim, self_shape):
 
 PROD = defop(
     "prod",
-    xp_kernel(lambda xp, x, dim, keepdim: xp.prod(x, axis=dim, keepdims=keepdim)), ("self",),
+    xp_kernel(lambda xp, x, dim, keepdim: _signed(xp, x, xp.prod(x, axis=dim, keepdims=keepdim))),
+    ("self",),
     attrs=("dim", "keepdim"),
     vjp={"self": _prod_vjp}, jvp={"self": _prod_jvp},
     math={"self": "grad_x_i = grad * prod_{j != i} x_j  (= grad * y / x_i without zeros)",
@@ -263,6 +274,7 @@ LOGSUMEXP = defop(
     math={"self": "grad_x = grad * softmax(x) = grad * exp(x - y)",
           "out": "dy = sum(softmax(x) dx)"},
     source="derivative of log sum exp: the softmax weights",
+    floating=True,  # a bool or integer input is cast to the default float (as PyTorch's)
 )
 
 
@@ -420,7 +432,13 @@ def _arg_index(input, dim, keepdim, name):
     """argmax / argmin on the input's backend (an int64 tensor, no gradient)."""
     from .._tensor import wrap
 
-    data = input._data if isinstance(input, Tensor) else np.asarray(input)
+    if isinstance(input, Tensor):
+        data = input._data
+    else:
+        data = np.asarray(input)
+        if data.dtype.kind in "OUSV":  # argmax(None) would be NumPy's index 0 of an object
+            raise TypeError(f"{name}: argument 'input' must be a Tensor, not "
+                            f"{type(input).__name__}")
     xp = backend_of(data).xp
     fn = getattr(xp, name)
     if dim is None:
@@ -750,6 +768,10 @@ def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
     if x is not None and dx is not None:
         raise TypeError("cumulative_trapezoid: pass either x or dx, not both")
     terms, d = _trapezoid_terms(y, x, dx, dim, "cumulative_trapezoid")
+    if terms is None:  # no samples along dim: no running integral either (y's shape)
+        from .._creation import zeros
+
+        return zeros(tuple(y.shape), dtype=y.dtype)
     return cumsum(terms, d)
 
 

@@ -199,7 +199,11 @@ def _logical(name):
     def fn(input, other):
         a, b = (x._data if isinstance(x, Tensor) else x for x in (input, other))
         if a.__class__ is np.ndarray or b.__class__ is np.ndarray:
-            return wrap(np.asarray(getattr(np, name)(a, b)))
+            out = np.asarray(getattr(np, name)(a, b))
+            if out.dtype.kind != "b":  # NumPy's object loop: None or a string operand
+                raise TypeError(f"{name}: arguments must be tensors or numbers, got "
+                                f"{type(input).__name__} and {type(other).__name__}")
+            return wrap(out)
         return wrap(getattr(backend_of(a).xp, name)(a, b))
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Elementwise ``{name.split('_')[1]}`` of the truth values (a bool tensor)."

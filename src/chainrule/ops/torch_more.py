@@ -232,8 +232,18 @@ def nextafter(input, other):
     unit in the last place, so its gradient is 1 in ``input`` and 0 in ``other``, as
     PyTorch's."""
     a, b = _t(input), _t(other)
-    step = np.nextafter(a.detach().numpy(), b.detach().numpy()) - a.detach().numpy()
-    return a + wrap(step)
+    da, db = a.detach().numpy(), b.detach().numpy()
+    nxt = np.nextafter(da, db)
+    with np.errstate(invalid="ignore", over="ignore"):
+        step = nxt - da
+    if np.isfinite(da).all():
+        return a + wrap(step)
+    # from an infinity the step is infinite and ``a + step`` NaN: the value is the next float
+    # itself there (the largest finite one toward ``other``)
+    from .elementwise import where
+
+    fin = np.isfinite(da)
+    return where(wrap(fin), a + wrap(np.where(fin, step, 0.0)), wrap(nxt))
 
 
 def frexp(input):
@@ -300,9 +310,12 @@ def zero_(input):
     """``input`` set to zeros in place (``torch.zero_``); its gradient there is 0."""
     from .._creation import zeros_like
     from .._inplace import update
+    from .elementwise import where
 
     x = _t(input)
-    return update(x, lambda old: zeros_like(old) + 0 * old, "zero_")
+    # ``where`` rather than ``0 * old``, which is NaN where ``old`` is NaN or infinite
+    return update(x, lambda old: where(zeros_like(old, dtype=bool), old, zeros_like(old)),
+                  "zero_")
 
 
 def put(input, index, source, accumulate=False):
@@ -375,6 +388,10 @@ def normal(mean, std=1.0, size=None, *, generator=None):
     from .. import _creation
 
     rng = generator or _creation.default_generator
+    for name, v in (("mean", mean), ("std", std)):  # before the draw: a failing call
+        if not isinstance(v, (Tensor, int, float)):  # leaves the random state alone
+            raise TypeError(f"normal: {name} must be a Tensor or a number, got "
+                            f"{type(v).__name__}")
     m = mean if isinstance(mean, Tensor) else None
     s = std if isinstance(std, Tensor) else None
     if size is not None:
