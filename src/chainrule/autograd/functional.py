@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from .. import func as _func
 from .._creation import ones_like
+from .._state import enable_grad
 from .._tensor import Tensor
+from ._grad import grad
 
 __all__ = ["jacobian", "hessian", "vjp", "jvp", "hvp", "vhp"]
 
@@ -56,8 +58,6 @@ def _check_strict(func, xs, strict, what="output"):
     raises, instead of getting a zero derivative."""
     if not strict:
         return
-    from .._state import enable_grad
-    from ._grad import grad
 
     leaves = [x.detach().requires_grad_(True) if isinstance(x, Tensor) else x for x in xs]
     with enable_grad():
@@ -76,8 +76,6 @@ def _check_strict(func, xs, strict, what="output"):
 def _strict_leaves(func, xs):
     """``(leaves, outputs)``: ``func`` evaluated on fresh leaves requiring grad, each output
     checked to require grad (as torch.autograd.functional's strict mode)."""
-    from .._state import enable_grad
-
     leaves = [x.detach().requires_grad_(True) if isinstance(x, Tensor) else x for x in xs]
     with enable_grad():
         out = func(*leaves)
@@ -94,9 +92,6 @@ def _strict_blocks(outs, leaves, create_graph):
     """Strict mode's check of every (output, input) block of a Jacobian, as PyTorch's
     reverse-mode ``jacobian``: an output independent of an input raises; with
     ``create_graph`` so does a block that does not depend on the inputs (a linear map)."""
-    from .._state import enable_grad
-    from ._grad import grad
-
     diff = [x for x in leaves if isinstance(x, Tensor)]
     with enable_grad():
         for i, o in enumerate(outs):
@@ -144,9 +139,6 @@ def _check_strict_hessian(func, xs, strict, create_graph, vectorize, strategy):
     """PyTorch's errors of ``hessian(..., strict=True)``: the gradient must depend on every
     input (a function linear in an input raises), then the Jacobian of the gradient is
     checked as ``jacobian``'s strict mode does."""
-    from .._state import enable_grad
-    from ._grad import grad
-
     if strategy not in ("forward-mode", "reverse-mode"):
         raise AssertionError('Expected strategy to be either "forward-mode" or '
                              '"reverse-mode".')

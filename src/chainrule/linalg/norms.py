@@ -16,11 +16,13 @@ import math
 
 import numpy as np
 
+from .._creation import zeros
 from .._dispatch import ShapeError
 from .._tensor import Tensor
 from ..ops import reduction
 from ..ops.elementwise import abs as _abs
 from ..ops.shape import movedim, unsqueeze
+from .extras import inv_ex
 
 __all__ = ["matrix_norm", "norm", "cond"]
 
@@ -131,18 +133,13 @@ def cond(A, p=None):
         from .decomp import svdvals
 
         if A.shape[-1] == 0 or A.shape[-2] == 0:  # no singular values: 0, as torch
-            from .._creation import zeros
-
             return zeros(*A.shape[:-2], dtype=A.dtype)
         s = svdvals(A)
         big, small = s.amax(-1), s.amin(-1)
         return big / small if p in (None, 2) else small / big
     from ..ops import where
-    from .extras import inv_ex
 
     if A.shape[-1] == 0 and A.shape[-2] == 0:  # 0x0 matrices: 0, as torch
-        from .._creation import zeros
-
         return zeros(*A.shape[:-2], dtype=A.dtype)
     inverse, info = inv_ex(A)
     # a singular matrix (an exactly zero pivot): inf, as torch, rather than an error; its

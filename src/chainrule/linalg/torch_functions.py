@@ -11,7 +11,9 @@ import math
 
 import numpy as np
 
+from .._creation import zeros
 from .._tensor import Tensor
+from ..ops import diagonal_scatter, movedim
 from ..ops.torch_more import _t
 from . import decomp, pseudoinverse, solves
 from . import lu_family as _lu
@@ -239,9 +241,6 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1):
     diagonal of zeros (``diagonal_scatter``), so an inf or NaN entry stays on the diagonal
     (a product with an identity would put inf * 0 = NaN beside it, and send a NaN
     cotangent of an off-diagonal entry into the gradient)."""
-    from .._creation import zeros
-    from ..ops import diagonal_scatter, movedim
-
     x = _t(input)
     n = x.shape[-1]
     m = n + abs(offset)
@@ -264,7 +263,6 @@ def diagflat(input, offset=0):
 def block_diag(*tensors):
     """The block-diagonal matrix of the given 0-, 1- or 2-D tensors (a 1-D one is a row),
     as ``torch.block_diag``."""
-    from .._creation import zeros
     from ..ops import cat
 
     blocks = []
@@ -313,8 +311,6 @@ def qr(input, some=True):
 def svd(input, some=True, compute_uv=True):
     """``(U, S, V)`` with ``A = U diag(S) V^T`` (note: ``V``, not ``V^T``), thin when ``some``,
     as the deprecated ``torch.svd``; without ``compute_uv``, ``U`` and ``V`` are zeros."""
-    from .._creation import zeros
-
     A = _t(input)
     if not compute_uv:
         m, n = A.shape[-2], A.shape[-1]

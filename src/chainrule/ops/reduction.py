@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 
+from .._creation import zeros
 from .._dispatch import apply, name_errors
 from .._table import Singular, defop, documented
 from .._tensor import Tensor
@@ -751,7 +752,6 @@ def trapezoid(y, x=None, *, dx=None, dim=-1):
     terms, d = _trapezoid_terms(y, x, dx, dim, "trapezoid")
     if terms is None:
         shape = tuple(n for i, n in enumerate(y.shape) if i != d)
-        from .._creation import zeros
 
         return zeros(shape, dtype=y.dtype)
     return sum(terms, d)
@@ -769,8 +769,6 @@ def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
         raise TypeError("cumulative_trapezoid: pass either x or dx, not both")
     terms, d = _trapezoid_terms(y, x, dx, dim, "cumulative_trapezoid")
     if terms is None:  # no samples along dim: no running integral either (y's shape)
-        from .._creation import zeros
-
         return zeros(tuple(y.shape), dtype=y.dtype)
     return cumsum(terms, d)
 

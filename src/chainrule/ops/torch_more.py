@@ -16,6 +16,7 @@ import numpy as np
 from .._dispatch import name_errors
 from .._tensor import Tensor, wrap
 from ._dims import wrap_dim
+from .elementwise import where
 from .indexing import getitem
 from .shape import broadcast_to, cat, reshape, split
 
@@ -240,7 +241,6 @@ def nextafter(input, other):
         return a + wrap(step)
     # from an infinity the step is infinite and ``a + step`` NaN: the value is the next float
     # itself there (the largest finite one toward ``other``)
-    from .elementwise import where
 
     fin = np.isfinite(da)
     return where(wrap(fin), a + wrap(np.where(fin, step, 0.0)), wrap(nxt))
@@ -310,7 +310,6 @@ def zero_(input):
     """``input`` set to zeros in place (``torch.zero_``); its gradient there is 0."""
     from .._creation import zeros_like
     from .._inplace import update
-    from .elementwise import where
 
     x = _t(input)
     # ``where`` rather than ``0 * old``, which is NaN where ``old`` is NaN or infinite
@@ -477,8 +476,6 @@ def real(input):
 def angle(input):
     """The argument of each entry: 0 for ``x >= 0``, pi for ``x < 0``, nan for nan (a real
     tensor); its gradient is 0, as PyTorch's."""
-    from .elementwise import where
-
     x = _t(input)
     zero = x.nan_to_num(0.0, 0.0, 0.0) * 0.0 + 0.0  # 0 (not -0 or nan) for -0 and +-inf
     return where(x < 0, zero + math.pi, where(x != x, math.nan, zero))
