@@ -1328,3 +1328,15 @@ def test_retained_grad_keeps_its_history_with_create_graph():
     x.grad = None
     y.grad.sum().backward()
     assert np.array_equal(x.grad.numpy(), [4, 8])
+
+
+def test_one_over_a_tensor_saves_the_result_so_the_tensor_may_change_in_place():
+    # 1 / u is reciprocal(u), which saves 1 / u (as PyTorch's): d(1/u)/du = -1/u^2 at the
+    # values u had, u = (2, 4)
+    t = cr.tensor([2.0, 4.0], requires_grad=True)
+    u = t * 1
+    y = 1 / u
+    u.mul_(3)
+    y.sum().backward()
+    np.testing.assert_array_equal(t.grad.numpy(), [-0.25, -0.0625])
+    assert np.array_equal(y.detach().numpy(), [0.5, 0.25])

@@ -11,7 +11,7 @@ from ._node import _Handle
 from ._tensor import Tensor, wrap
 from .backend import backend_of, dtype_kind, host_to, numpy_dtype
 from .backend import device as _device
-from .ops.elementwise import ADD, DIV, MUL, POW, SUB, _copy_layout
+from .ops.elementwise import ADD, DIV, MUL, POW, RECIPROCAL, SUB, _copy_layout
 from .ops.searching import _torch_name
 
 _SAME_NAME = [
@@ -82,6 +82,14 @@ def _to(self, *args, dtype=None, device=None, copy=False, **kwargs):
     if dtype is not None and numpy_dtype(dtype) != numpy_dtype(t.dtype):
         t = ops.to_dtype(t, dtype)
     return t.clone() if copy and t is self else t
+
+
+def _rtruediv(self, other):
+    """``other / self``; ``1 / self`` is ``reciprocal(self)``, which saves its result, not
+    ``self`` (as PyTorch's), so ``self`` may change in place before the backward."""
+    if (other.__class__ is int or other.__class__ is float) and other == 1:
+        return RECIPROCAL.call(self)
+    return DIV.call(other, self)
 
 
 def _fast_cast(np_dtype):
@@ -548,7 +556,7 @@ def install():
     T.__radd__ = lambda self, other: ADD.call(other, self)
     T.__rsub__ = lambda self, other: SUB.call(other, self)
     T.__rmul__ = lambda self, other: MUL.call(other, self)
-    T.__rtruediv__ = lambda self, other: DIV.call(other, self)
+    T.__rtruediv__ = _rtruediv
     T.__rpow__ = lambda self, other: POW.call(other, self)
     T.__matmul__ = lambda self, other: ops.matmul(self, other)
     T.__rmatmul__ = lambda self, other: ops.matmul(other, self)
