@@ -419,7 +419,8 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     """Normalise (N, C, \\*) inputs over groups of ``C / num_groups`` channels (and all of
     \\*), then ``* weight + bias`` per channel (shape (C,), optional).
 
-    Raises RuntimeError when C is not divisible by ``num_groups``."""
+    Raises RuntimeError when C is not divisible by ``num_groups``, or ``weight`` / ``bias``
+    is not of shape (C,)."""
     s = _shape(input)
     if not isinstance(num_groups, int):
         raise TypeError(f"group_norm: num_groups must be an int, got {type(num_groups).__name__}")
@@ -431,6 +432,11 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
                            f"num_groups, but got input of shape {_size(s)} and "
                            f"num_groups={num_groups}")
     n, c = s[0], s[1]
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and _shape(t) != (c,):
+            raise RuntimeError(f"group_norm: Expected {name} to be a vector of size equal to "
+                               f"the number of channels in input, but got {name} of shape "
+                               f"{_size(_shape(t))} and input of shape {_size(s)}")
     x = input.reshape(n, num_groups, -1)
     mean = x.mean(dim=-1, keepdim=True)
     centered = x - mean
@@ -536,10 +542,13 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     IndexError
         An index outside ``[0, num_embeddings)``.
     NotImplementedError
-        ``scale_grad_by_freq`` or ``sparse``.
+        ``sparse``.
+
+    ``scale_grad_by_freq``: each picked row's gradient is divided by the number of times
+    ``input`` picks it, as PyTorch's.
     """
-    if scale_grad_by_freq or sparse:
-        raise NotImplementedError("embedding: scale_grad_by_freq and sparse are not supported")
+    if sparse:
+        raise NotImplementedError("embedding: sparse gradients are not supported")
     idx = _index_array(input, "embedding")
     n = _shape(weight)[0]
     if idx.size and (idx.min() < 0 or idx.max() >= n):
@@ -561,6 +570,12 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     if padding_idx is not None and (idx == padding_idx).any():
         mask = wrap((idx == padding_idx)[..., None])
         out = _ops.where(mask, out.detach(), out)
+    if scale_grad_by_freq and idx.size:
+        # each row's gradient divided by how often the input picks it; the value unchanged
+        _, inverse, counts = np.unique(idx, return_inverse=True, return_counts=True)
+        freq = wrap((1.0 / counts[inverse.reshape(idx.shape)])[..., None].astype(out.dtype))
+        flat = out.detach()
+        out = flat + (out - flat) * freq
     return out
 
 
@@ -598,7 +613,7 @@ def pad(input, pad, mode="constant", value=None):
     ValueError
         An odd-length ``pad``, one longer than twice the input's dims, or an unknown mode.
     RuntimeError
-        Reflect/circular padding too large for the dim, or a negative non-constant pad.
+        Reflect/circular padding too large for the dim, or pads that leave nothing.
     """
     pad = tuple(int(v) for v in pad)
     s = _shape(input)
@@ -635,10 +650,10 @@ def pad(input, pad, mode="constant", value=None):
                 parts.append(_creation.full(tuple(shape), fill, dtype=out.dtype))
             out = _ops.cat([parts[0], out, parts[1]], d)
             continue
-        if left < 0 or right < 0:
-            raise RuntimeError(f"pad: negative padding ({left}, {right}) is only supported in "
-                               f"constant mode (mode={mode!r})")
-        pos = np.arange(-left, n + right)
+        if n + left + right < 0:
+            raise RuntimeError(f"pad: padding ({left}, {right}) at dimension {d} of input "
+                               f"{_size(s)} leaves an output of size {n + left + right}")
+        pos = np.arange(-left, n + right)  # a negative pad crops (as PyTorch's)
         if mode == "reflect":
             if left >= n or right >= n:
                 raise RuntimeError(f"pad: Argument #4: Padding size should be less than the "
@@ -649,6 +664,10 @@ def pad(input, pad, mode="constant", value=None):
         elif mode == "replicate":
             pos = np.clip(pos, 0, n - 1)
         else:
+            if left < 0 or right < 0:  # PyTorch crops first, then wraps what is left
+                out = _ops.narrow(out, d, max(-left, 0), n + min(left, 0) + min(right, 0))
+                n, left, right = out.shape[d], max(left, 0), max(right, 0)
+                pos = np.arange(-left, n + right)
             if left > n or right > n:
                 raise RuntimeError(f"pad: Padding value causes wrapping around more than once "
                                    f"(padding ({left}, {right}) at dimension {d} of input "
@@ -794,6 +813,17 @@ def _gather_classes(logp, t, weight, ignore_index, fname):
     return -picked * wt, wt
 
 
+def _counted_mean(loss, w):
+    """``loss.sum() / w.sum()``, the 'mean' of the class losses. When nothing is counted
+    (NumPy data) it is NaN, as PyTorch's, yet with zero gradients as PyTorch's backward
+    (which scales only the counted entries) instead of ``0 * inf`` NaNs."""
+    total = w.sum()
+    d = total._data
+    if d.__class__ in (np.ndarray, np.float64, np.float32) and np.ndim(d) == 0 and d == 0:
+        return loss.sum() * 0.0 + math.nan
+    return loss.sum() / total
+
+
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
              reduction="mean"):
     """Negative log-likelihood of log-probabilities ``input`` (N, C), (C,) or
@@ -825,7 +855,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
         return loss
     if reduction == "sum":
         return loss.sum()
-    return loss.sum() / w.sum()
+    return _counted_mean(loss, w)
 
 
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
@@ -874,7 +904,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         logp = _ops.log_softmax(x, cdim)
         nll, w = _gather_classes(logp, t, weight, ignore_index, "cross_entropy")
         nll_red = nll if reduction == "none" else (nll.sum() if reduction == "sum"
-                                                   else nll.sum() / w.sum())
+                                                   else _counted_mean(nll, w))
         if label_smoothing == 0.0:
             return nll_red
         counted = (t != ignore_index).to(x.dtype) if isinstance(t, Tensor) else \
@@ -885,7 +915,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
             wshape = (c,) if x.ndim == 1 else (1, c) + (1,) * (x.ndim - 2)
             smooth = -(logp * _t(weight).reshape(*wshape)).sum(dim=cdim) * counted
         if reduction == "mean":
-            smooth = smooth.sum() / (w.sum() if weight is not None else counted.sum())
+            smooth = _counted_mean(smooth, w if weight is not None else counted)
         elif reduction == "sum":
             smooth = smooth.sum()
         return (1 - label_smoothing) * nll_red + smooth * (label_smoothing / c)
@@ -980,9 +1010,9 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
         loss = _ops.exp(target) * (target - input)
     else:
         t = _t(target)
-        # t log t: 0 at t = 0 (log 1 there), NaN for a negative target (log of a negative),
-        # as PyTorch's xlogy(t, t)
-        loss = t * _ops.log(_ops.where(t == 0, 1.0, t)) - t * input
+        # PyTorch's xlogy(t, t): 0 at t = 0 (there a NaN gradient for t, as PyTorch's), NaN
+        # for a negative target
+        loss = _ops.xlogy(t, t) - t * input
     if reduction == "batchmean":
         return loss.sum() / (loss.shape[0] if loss.ndim else 1)
     return _reduce(loss, reduction, "kl_div")
@@ -1111,6 +1141,17 @@ def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, r
 
 # --- attention ---------------------------------------------------------------------------
 
+def _dead_rows(mask):
+    """The query rows an additive ``mask`` (a tensor, NumPy data) blocks entirely: a bool
+    (..., L, 1) tensor, or None when there are none (or the data is not NumPy's). PyTorch's
+    attention kernels (its ``_safe_softmax``) give such rows zero weights, not NaN."""
+    d = mask._data
+    if d.__class__ is not np.ndarray or d.ndim != mask.ndim or d.ndim == 0:
+        return None
+    dead = np.isneginf(d).all(-1, keepdims=True)
+    return wrap(dead) if dead.any() else None
+
+
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
                                  is_causal=False, scale=None, enable_gqa=False):
     """``softmax(Q K^T * scale + bias) V`` with PyTorch's reference semantics.
@@ -1150,8 +1191,13 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
             bias_t = wrap(np.where(m._data, bias, -np.inf).astype(q.dtype))
         else:
             bias_t = m + bias_t
+    dead = None if attn_mask is None else _dead_rows(bias_t)  # (the causal mask has none)
+    if dead is not None:  # a finite bias there; the row is zeroed after the softmax
+        bias_t = _ops.where(dead, 0.0, bias_t)
     w = _ops.matmul(q, k.transpose(-2, -1)) * scale_factor + bias_t
     w = _ops.softmax(w, -1)
+    if dead is not None:
+        w = _ops.where(dead, 0.0, w)
     if dropout_p > 0.0:
         w = dropout(w, dropout_p, True)
     return _ops.matmul(w, v)

@@ -179,10 +179,18 @@ def _mha(query, key, value, embed_dim_to_check, num_heads, in_proj_weight, in_pr
         allowed = np.tril(np.ones((tgt_len, src_len + extra), dtype=bool))
         mask = wrap(np.where(allowed, 0.0, -np.inf).astype(query.dtype))
 
+    # without weights PyTorch runs scaled_dot_product_attention: rows the mask blocks
+    # entirely get zero weights there (NaN when the weights are returned)
+    dead = None if mask is None or need_weights else F._dead_rows(mask)
+    if dead is not None:
+        mask = _ops.where(dead, 0.0, mask)
     scores = _ops.matmul(q * math.sqrt(1.0 / head_dim), k.transpose(-2, -1))
     if mask is not None:
         scores = scores + mask
-    weights = F.dropout(F.softmax(scores, dim=-1), dropout_p, training)
+    weights = F.softmax(scores, dim=-1)
+    if dead is not None:
+        weights = _ops.where(dead, 0.0, weights)
+    weights = F.dropout(weights, dropout_p, training)
     out = _ops.matmul(weights, v).transpose(1, 2).reshape(n, tgt_len, embed_dim)
     out = F.linear(out, out_proj_weight, out_proj_bias)
     if not batched:
@@ -459,7 +467,10 @@ class TransformerEncoder(_Stack):
 
     ``forward(src, mask=None, src_key_padding_mask=None, is_causal=None)``: shapes and masks
     as the layer's. ``enable_nested_tensor`` and ``mask_check`` are accepted and unused
-    (chainrule has no nested tensors; PyTorch's result is the same).
+    (chainrule has no nested tensors). PyTorch's result is the same, except at the positions
+    ``src_key_padding_mask`` pads when its nested-tensor fast path runs (eval mode without
+    autograd, batch first, post-norm layers): there it gives zeros (before ``norm``),
+    chainrule the layers' values, as PyTorch's own slow path.
     """
 
     def __init__(self, encoder_layer, num_layers, norm=None, enable_nested_tensor=True,
