@@ -340,7 +340,7 @@ def _common_backend(op, inputs, datas, arrays, mask):
             continue
         if backend is None:
             backend, first = b, d
-        elif b is not backend or b.device(d) != backend.device(first):
+        elif b is not backend or (not b.one_device and b.device(d) != backend.device(first)):
             raise RuntimeError(
                 f"{op.name}: expected all tensors to be on the same backend and device, "
                 f"but found {backend.name} on {backend.device(first)} and {b.name} on "

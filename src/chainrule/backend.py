@@ -336,6 +336,7 @@ class Backend:
                 setattr(self.xp, key, make(self.xp))
         self.lazy = lazy
         self._device_of = device_of or (lambda a: CPU)
+        self.one_device = device_of is None  # every array on one device (no check needed)
         self._to_numpy = to_numpy or np.asarray
         self._from_numpy = from_numpy
         self._kernels = {}
