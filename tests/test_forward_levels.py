@@ -223,3 +223,26 @@ def test_forward_over_reverse_through_an_op_whose_first_output_has_no_gradient()
     expected = -np.trace(Ai @ E @ Ai @ E)
     for transform in (jacfwd(jacrev(s)), jacfwd(jacfwd(s)), jacrev(jacrev(s))):
         assert float(transform(cr.tensor(0.0))) == pytest.approx(expected)
+
+
+def test_in_place_updates_of_a_dual_tensor_carry_its_tangent():
+    # make_dual gives a view of the primal carrying the tangent; updating it in place must
+    # update the tangent by the op's JVP (the primal itself has none, as in PyTorch):
+    # y = 2 x: dy = 2 dx; y[0] *= 2 then clamp(min=0) at x = (.5, -.7, 1.5)
+    with fwAD.dual_level():
+        d = fwAD.make_dual(cr.tensor([0.5, -0.7, 1.5]), cr.tensor([1.0, 2.0, 3.0]))
+        d.mul_(2)
+        np.testing.assert_array_equal(fwAD.unpack_dual(d).tangent.numpy(), [2, 4, 6])
+    with fwAD.dual_level():
+        p = cr.tensor([0.5, -0.7, 1.5])
+        d = fwAD.make_dual(p, cr.tensor([1.0, 2.0, 3.0]))
+        d[0].mul_(2)
+        v = d[1:]
+        d.clamp_(min=0)
+        np.testing.assert_array_equal(fwAD.unpack_dual(d).tangent.numpy(), [2, 0, 3])
+        np.testing.assert_array_equal(fwAD.unpack_dual(v).tangent.numpy(), [0, 3])
+        np.testing.assert_array_equal(p.numpy(), [1.0, 0.0, 1.5])  # a view: p changed too
+        assert fwAD.unpack_dual(p).tangent is None
+    out, tangent = cr.func.jvp(lambda a: a.mul_(2), (cr.tensor([1.0, 2.0]),),
+                            (cr.tensor([1.0, 1.0]),))
+    np.testing.assert_array_equal(tangent.numpy(), [2, 2])

@@ -157,9 +157,17 @@ def _update_view(t, compute, name, ex):
     root, path = ex["view_of"], ex["path"]
     positions = view_positions(root, path)  # recorded: a fill raises too, as PyTorch's
     old_root = _history_copy(root)
-    old_view = old_root
-    for op, attrs in path:
-        old_view = apply(op, (old_view,), attrs)
+    base = _dual_base(root, t)
+    if base is not None:
+        # the tangent is make_dual's view's own (the root has none, as in PyTorch): the
+        # update reads t from that view, and its tangent moves on there
+        old_view = old_base = _history_copy(base)
+        for op, attrs in path[len(base._extra["path"]):]:
+            old_view = apply(op, (old_view,), attrs)
+    else:
+        old_view = old_root
+        for op, attrs in path:
+            old_view = apply(op, (old_view,), attrs)
     result = compute(old_view)
     if not isinstance(result, Tensor):
         result = wrap(np.asarray(result))
@@ -174,7 +182,22 @@ def _update_view(t, compute, name, ex):
         root._output_nr = new_root._output_nr
         root._requires_grad = True
     entry = new_root._extra.get("tangent") if new_root._extra else None
-    if entry is not None or (root._extra and root._extra.get("tangent") is not None):
+    if base is not None:
+        bp = base._extra["path"]
+        rel = view_positions(old_base, path[len(bp):])
+        new_base = apply(RESHAPE, (apply(INDEX_PUT, (apply(RESHAPE, (old_base,), ((-1,),)),
+                                                     result), ((rel,), False)),),
+                         (tuple(base.shape),))
+        base._extra_set("tangent", new_base._extra.get("tangent") if new_base._extra else None)
+        root._extra_set("tangent", None)
+        for v in {*_live_views(root), t}:
+            if v is not base and _starts_with(v._extra["path"], bp):
+                replay = base
+                with _state.enable_grad():
+                    for op, attrs in v._extra["path"][len(bp):]:
+                        replay = apply(op, (replay,), attrs)
+                v._extra["tangent"] = replay._extra.get("tangent") if replay._extra else None
+    elif entry is not None or (root._extra and root._extra.get("tangent") is not None):
         # forward mode: the root's tangent moves on, and the view's is the view of it
         # (replayed through the view ops' JVP rules, so a batch of tangents works too)
         root._extra_set("tangent", entry)
@@ -304,3 +327,24 @@ def reshape_in_place(t, make, name):
         t._extra_set("tangent", tangent)
     t._vc[0] += 1
     return t
+
+
+def _starts_with(path, prefix):
+    return len(path) >= len(prefix) and all(
+        a[0] is b[0] and a[1] == b[1] for a, b in zip(path, prefix))
+
+
+def _dual_base(root, t):
+    """When the root has no tangent at the active level but ``t`` has: the view of the root
+    that make_dual made, which ``t`` is or is a view of (the tangent-carrying view nearest
+    the root on t's path; a mark set by make_dual would be cheaper and exact)."""
+    if not STATE.dual_level or _dual.stored_tangent(root) is not None \
+            or _dual.stored_tangent(t) is None:
+        return None
+    path, best = t._extra["path"], None
+    for v in {*_live_views(root), t}:
+        bp = v._extra.get("path") if v._extra else None
+        if bp and _dual.stored_tangent(v) is not None and _starts_with(path, bp) \
+                and (best is None or len(bp) < len(best._extra["path"])):
+            best = v
+    return best
