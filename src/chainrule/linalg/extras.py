@@ -35,10 +35,13 @@ def _t(x):
 
 def _no_grad_input(name, *xs):
     """These factorizations are not differentiable (as in PyTorch): an input that requires
-    grad raises here rather than giving a gradient that silently misses their part."""
-    from .._state import is_grad_enabled
+    grad, or carries a forward-mode tangent, raises here rather than giving a derivative
+    that silently misses their part (a zero tangent)."""
+    from .._dual import tangent_of
+    from .._state import STATE, is_grad_enabled
 
-    if is_grad_enabled() and any(isinstance(x, Tensor) and x.requires_grad for x in xs):
+    if (is_grad_enabled() and any(isinstance(x, Tensor) and x.requires_grad for x in xs)) \
+            or (STATE.dual_level and any(tangent_of(x) is not None for x in xs)):
         raise NotImplementedError(
             f"linalg.{name}: the derivative is not implemented (as in PyTorch); pass "
             "A.detach(), or use linalg.solve / linalg.cholesky / linalg.lu, which are "

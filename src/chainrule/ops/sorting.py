@@ -23,6 +23,7 @@ import math
 import numpy as np
 
 from .._dispatch import apply, name_errors
+from .._state import STATE
 from .._table import defop, documented
 from .._tensor import Tensor
 from ..backend import dtype_kind, on_device_of, xp_kernel
@@ -352,6 +353,9 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan, name):
         weights = np.full_like(ranks, 0.5) if interpolation == "midpoint" else ranks - below
         upper = take_along_dim(sorted_x, above, -1)
         w = c.as_tensor(weights.astype(data.dtype))
+        if interpolation == "linear" and isinstance(q, Tensor) and dtype_kind(q.dtype) == "f" \
+                and (q.requires_grad or STATE.dual_level):
+            w = w + _rank_slope(q, ranks, n, nan, valid if ignore_nan else None, data.dtype)
         values = values + w * (upper - values)
     # values: (..., len(q)) -> (len(q), ...) with the reduced dim (kept as 1 with keepdim)
     values = movedim(values, -1, 0)
@@ -363,6 +367,22 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan, name):
     if qd.ndim == 0:
         values = reshape(values, values.shape[1:])
     return values
+
+
+def _rank_slope(q, ranks, n, nan, valid, dtype):
+    """A zero-valued term whose derivative is that of the weight ``rank - below`` in ``q``
+    (``rank = q (n - 1)``, or ``q (valid - 1)`` ignoring NaNs), as PyTorch's composite
+    differentiates ``q``: 0 where the rank is forced (a NaN slice)."""
+    from .. import _creation as c
+    from .shape import reshape
+
+    if valid is None:
+        slope = np.where(nan.any(-1, keepdims=True), 0, n - 1)
+    else:
+        slope = np.where(valid == 0, 0, valid - 1)
+    slope = np.broadcast_to(slope, ranks.shape).astype(dtype)
+    dq = reshape(q - q.detach(), (-1,)).to(dtype)
+    return dq * c.as_tensor(slope)
 
 
 def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
