@@ -216,3 +216,27 @@ def test_group_norm_channel_mismatch_error_names_shapes():
     if torch is not None:
         with pytest.raises(RuntimeError):
             torch.nn.GroupNorm(2, 4)(torch.ones(2, 6, 3))
+
+
+def test_embedding_padding_and_frequency_scale_only_the_gradient_not_the_tangent():
+    # rows picked: 0 twice, 1, 2 (padding) twice, 3; the padding row gets no gradient, and
+    # with scale_grad_by_freq each row's gradient is divided by its count; forward mode
+    # gives the plain gather of the weight's tangent (PyTorch's rule), padding row included
+    W = cr.tensor(np.arange(12.0).reshape(4, 3), requires_grad=True)
+    idx = cr.tensor([[0, 2, 2], [1, 0, 3]])
+    F.embedding(idx, W, padding_idx=2).sum().backward()
+    np.testing.assert_array_equal(W.grad.numpy()[:, 0], [2, 1, 0, 1])
+    W.grad = None
+    F.embedding(idx, W, scale_grad_by_freq=True).sum().backward()
+    np.testing.assert_array_equal(W.grad.numpy()[:, 0], [1, 1, 1, 1])
+    T = cr.tensor(np.arange(12.0).reshape(4, 3) / 10)
+    _, tangent = cr.func.jvp(lambda w: F.embedding(idx, w, padding_idx=2,
+                                                   scale_grad_by_freq=True),
+                             (W.detach(),), (T,))
+    np.testing.assert_allclose(tangent.numpy(), T.numpy()[idx.numpy()])
+    # double backward: d/dW sum(d sum(out^2)/dW) = 2 * (count of each row) * [not padding]
+    W.grad = None
+    (g,) = cr.autograd.grad((F.embedding(idx, W, padding_idx=2) ** 2).sum(), W,
+                            create_graph=True)
+    g.sum().backward()
+    np.testing.assert_array_equal(W.grad.numpy()[:, 0], [4, 2, 0, 2])

@@ -23,8 +23,9 @@ import numpy as np
 from .. import _creation, _inplace
 from .. import ops as _ops
 from .._batched import Batched
-from .._state import no_grad
+from .._state import STATE, no_grad
 from .._tensor import Tensor, wrap
+from ..autograd.function import Function
 from ..ops.nn import binary_cross_entropy_terms
 
 __all__ = [
@@ -567,16 +568,47 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
             w[rows] = w[rows] * scale[:, None].astype(w.dtype)
             weight._vc[0] += 1
     out = weight[idx]
+    scale = None
     if padding_idx is not None and (idx == padding_idx).any():
-        mask = wrap((idx == padding_idx)[..., None])
-        out = _ops.where(mask, out.detach(), out)
+        scale = (idx != padding_idx)[..., None].astype(out.dtype)
     if scale_grad_by_freq and idx.size:
         # each row's gradient divided by how often the input picks it; the value unchanged
         _, inverse, counts = np.unique(idx, return_inverse=True, return_counts=True)
-        freq = wrap((1.0 / counts[inverse.reshape(idx.shape)])[..., None].astype(out.dtype))
-        flat = out.detach()
-        out = flat + (out - flat) * freq
+        freq = (1.0 / counts[inverse.reshape(idx.shape)])[..., None].astype(out.dtype)
+        scale = freq if scale is None else scale * freq
+    if scale is not None and (out.requires_grad or _dual_level_active()):
+        out = _ScaleRowGrads.apply(out, wrap(scale))
     return out
+
+
+def _dual_level_active():
+    return bool(STATE.dual_level)
+
+
+class _ScaleRowGrads(Function):
+    """The identity on embedding's picked rows whose backward multiplies the cotangent by
+    ``scale`` (0 on padding rows, ``1 / count`` with scale_grad_by_freq), as PyTorch's
+    embedding_backward; the tangent passes unchanged, as PyTorch's forward-mode rule for
+    embedding is the plain gather of the weight's tangent."""
+
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(rows, scale):
+        return rows.clone()
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(inputs[1])
+
+    @staticmethod
+    def backward(ctx, grad):
+        (scale,) = ctx.saved_tensors
+        return grad * scale, None
+
+    @staticmethod
+    def jvp(ctx, rows_t, scale_t):
+        return rows_t
 
 
 def one_hot(tensor, num_classes=-1):
