@@ -321,8 +321,13 @@ TANH = elementwise("tanh", "tanh", lambda F, out: 1 - out * out, math="1 - tanh(
                    source=CALCULUS)
 SIGMOID = elementwise("sigmoid", "expit", lambda F, out: out * (1 - out),
                       math="s (1 - s), s = sigmoid(x)", source=CALCULUS)
+def _relu_kernel(xp, x):
+    # max(x, 0.0) for floats (NumPy's fast path); an int x takes an int 0 and stays int
+    return xp.maximum(x, 0.0 if getattr(x.dtype, "kind", "f") == "f" else 0)
+
+
 RELU = defop(
-    "relu", xp_kernel(lambda xp, x: xp.maximum(x, 0)), ("self",),  # 0: an int x stays int
+    "relu", xp_kernel(_relu_kernel), ("self",),
     vjp={"self": lambda F, g, out: keep(F, g, ~(out <= 0))},
     jvp={"self": lambda F, t, out: keep(F, t, ~(out <= 0))},
     math={"self": "grad_x = grad * [x > 0]  (1 at NaN)", "out": "dy = dx * [x > 0]"},

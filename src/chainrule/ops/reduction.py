@@ -66,10 +66,16 @@ def _count(shape, dim):
 SOURCE = ("Giles (2008), An extended collection of matrix derivative results, Report NA-08/01 "
           "(sums and products are linear / multilinear maps)")
 
+_FLOATS = (np.dtype(np.float64), np.dtype(np.float32))
+
+
 def _signed(xp, x, out):
     """PyTorch's sum and prod of a bool or small integer tensor are int64; NumPy's of an
     unsigned one (uint8, a torch dtype) would be uint64."""
-    if getattr(out.dtype, "kind", None) == "u" and x.dtype.itemsize < 8:  # NumPy's dtypes
+    dt = out.dtype
+    if dt is _FLOATS[0] or dt is _FLOATS[1]:  # the common case, decided at once
+        return out
+    if getattr(dt, "kind", None) == "u" and x.dtype.itemsize < 8:  # NumPy's dtypes
         return xp.astype(xp.asarray(out), xp.int64)
     return out
 
