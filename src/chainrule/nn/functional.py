@@ -552,13 +552,8 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
         raise NotImplementedError("embedding: sparse gradients are not supported")
     idx = _index_array(input, "embedding")
     n = _shape(weight)[0]
-    if idx.size and (idx.min() < 0 or idx.max() >= n):
-        raise IndexError(f"embedding: index out of range in self (indices in "
-                         f"[{idx.min()}, {idx.max()}], weight has {n} rows)")
-    if padding_idx is not None:
-        if not -n <= padding_idx < n:
-            raise AssertionError("embedding: Padding_idx must be within num_embeddings")
-        padding_idx %= n
+    padding_idx = _checked_rows(idx, n, padding_idx, "embedding",
+                                "embedding: Padding_idx must be within num_embeddings")
     if max_norm is not None:
         rows = np.unique(idx)
         with no_grad():
@@ -576,13 +571,22 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
         _, inverse, counts = np.unique(idx, return_inverse=True, return_counts=True)
         freq = (1.0 / counts[inverse.reshape(idx.shape)])[..., None].astype(out.dtype)
         scale = freq if scale is None else scale * freq
-    if scale is not None and (out.requires_grad or _dual_level_active()):
+    if scale is not None and (out.requires_grad or STATE.dual_level):
         out = _ScaleRowGrads.apply(out, wrap(scale))
     return out
 
 
-def _dual_level_active():
-    return bool(STATE.dual_level)
+def _checked_rows(idx, n, padding_idx, name, padding_message):
+    """IndexError naming ``name`` for an index outside ``[0, n)``; ``padding_idx`` made
+    non-negative (AssertionError with ``padding_message`` outside ``[-n, n)``, as PyTorch)."""
+    if idx.size and (idx.min() < 0 or idx.max() >= n):
+        raise IndexError(f"{name}: index out of range in self (indices in "
+                         f"[{idx.min()}, {idx.max()}], weight has {n} rows)")
+    if padding_idx is not None:
+        if not -n <= padding_idx < n:
+            raise AssertionError(padding_message)
+        padding_idx %= n
+    return padding_idx
 
 
 class _ScaleRowGrads(Function):
@@ -1701,13 +1705,8 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
             raise ValueError(f"embedding_bag: If per_sample_weights ({_shape(per_sample_weights)}"
                              f") is not None, then it must have the same shape as the input "
                              f"({idx.shape})")
-    if flat.size and (flat.min() < 0 or flat.max() >= n):
-        raise IndexError(f"embedding_bag: index out of range in self (indices in "
-                         f"[{flat.min()}, {flat.max()}], weight has {n} rows)")
-    if padding_idx is not None:
-        if not -n <= padding_idx < n:
-            raise AssertionError("padding_idx must be within num_embeddings")
-        padding_idx %= n
+    padding_idx = _checked_rows(flat, n, padding_idx, "embedding_bag",
+                                "padding_idx must be within num_embeddings")
     rows = embedding(wrap(flat), weight, max_norm=max_norm, norm_type=norm_type)  # (L, D)
     keep = np.ones(flat.size, dtype=bool) if padding_idx is None else flat != padding_idx
     bags = len(starts)
