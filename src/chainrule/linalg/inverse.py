@@ -24,7 +24,7 @@ import collections
 import numpy as np
 
 from .._dispatch import apply
-from .._ns import RAW, register
+from .._ns import RAW, _prod_others, register
 from .._table import defop, documented
 from ..backend import NUMPY, backend_of, dtype_kind, native_dtype, on_device_of, xp_kernel
 from ._common import (
@@ -99,8 +99,27 @@ def _slogdet_kernel(xp, A):
 @xp_kernel
 def _cofactor_op(xp, A):
     """The cofactor matrix ``det(A) A^-T``, also at singular A (see :func:`_exact`)."""
-    return _exact(xp, _cofactor, A.shape, (A,), lambda xp, A: xp.linalg.det(A)[..., None, None]
-                  * xp.matrix_transpose(xp.linalg.inv(A)))
+    return _exact(xp, _cofactor, A.shape, (A,), _cofactor_svd)
+
+
+def _svd_parts(xp, A):
+    """``U``, ``s``, ``Vh`` of ``A`` and ``det(U) det(Vh)`` (+-1): ``A = alpha U diag(s) Vh``
+    with ``det(A) = alpha prod(s)``."""
+    U, s, Vh = xp.linalg.svd(A)
+    return U, s, Vh, xp.linalg.det(U) * xp.linalg.det(Vh)
+
+
+def _cofactor_svd(xp, A):
+    """The cofactor matrix of any square A, singular or not, without a branch on the values
+    (so without a host round trip): ``det(U) det(V) U diag(prod_{j != i} s_j) V^T`` from the
+    SVD ``A = U diag(s) V^T`` (for invertible A this is ``det(A) A^-T``). Used where the
+    values stay on a device (CuPy, Array API libraries); an inverse there would not raise at
+    a singular A but return large or inf entries, and ``det(A) A^-T`` a finite wrong value."""
+    if A.shape[-1] == 0:
+        return xp.zeros(A.shape, dtype=A.dtype, **on_device_of(A))
+    U, s, Vh, alpha = _svd_parts(xp, A)
+    others = _prod_others(xp, s, (s.ndim - 1,))
+    return alpha[..., None, None] * xp.matmul(U * others[..., None, :], Vh)
 
 
 def _cofactor(A):
@@ -173,15 +192,28 @@ def _det_hvp(A, E):
 def _det_hvp_xp(xp, A, E):
     """The Hessian of det at A applied to E, also at singular A (see :func:`_exact`)."""
     shape = np.broadcast_shapes(A.shape, E.shape)
-    return _exact(xp, _det_hvp, shape, (A, E), _det_hvp_invertible)
+    return _exact(xp, _det_hvp, shape, (A, E), _det_hvp_svd)
 
 
-def _det_hvp_invertible(xp, A, E):
-    """det(A) (tr(A^-1 E) A^-T - A^-T E^T A^-T), for an invertible A."""
-    AiT = xp.matrix_transpose(xp.linalg.inv(A))
-    tr = xp.sum(AiT * E, axis=(-2, -1))[..., None, None]
-    d = xp.linalg.det(A)[..., None, None]
-    return d * (tr * AiT - xp.matmul(xp.matmul(AiT, xp.matrix_transpose(E)), AiT))
+def _det_hvp_svd(xp, A, E):
+    """The Hessian of det at any square A applied to E, without a branch on the values:
+    the singular-A formula of :func:`_det_hvp` (``U D V^T`` from the SVD), which holds for
+    every A, with ``p_ij = prod_{l != i, j} s_l`` computed as products of the others of
+    ``s`` with ``s_i`` set to 1 (exact with zeros, O(n^2) memory)."""
+    A, E = xp.broadcast_arrays(A, E)
+    n = A.shape[-1]
+    if n == 0 or 0 in A.shape:
+        return xp.zeros(A.shape, dtype=xp.result_type(A, E), **on_device_of(A))
+    U, s, Vh, alpha = _svd_parts(xp, A)
+    mT = xp.matrix_transpose
+    Et = xp.matmul(xp.matmul(mT(U), E), mT(Vh))
+    eye = xp.eye(n, dtype=xp.bool, **on_device_of(A))
+    one = xp.ones((), dtype=s.dtype, **on_device_of(s))
+    P = _prod_others(xp, xp.where(eye, one, s[..., None, :]), (s.ndim,))  # P[..., i, j]
+    zero = xp.zeros((), dtype=s.dtype, **on_device_of(s))
+    diag = xp.sum(xp.where(eye, zero, P) * xp.linalg.diagonal(Et)[..., None, :], axis=-1)
+    D = xp.where(eye, diag[..., :, None], -P * mT(Et))
+    return alpha[..., None, None] * xp.matmul(xp.matmul(U, D), Vh)
 
 
 def _register():
