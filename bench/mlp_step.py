@@ -46,16 +46,18 @@ def init_params(seed=0):
 
 # --- hand-written NumPy -------------------------------------------------------------------
 
-def numpy_grads(params, X, y):
+def numpy_grads(params, X, y, xp=np):
+    """The gradients written by hand, in NumPy (or another array library ``xp``: CuPy in
+    ``gpu_mlp_step.py``)."""
     W1, b1, W2, b2, W3, b3 = params
     h1 = X @ W1 + b1
-    a1 = np.maximum(h1, 0)
+    a1 = xp.maximum(h1, 0)
     h2 = a1 @ W2 + b2
-    a2 = np.maximum(h2, 0)
+    a2 = xp.maximum(h2, 0)
     logits = a2 @ W3 + b3
-    e = np.exp(logits - logits.max(axis=1, keepdims=True))
+    e = xp.exp(logits - logits.max(axis=1, keepdims=True))
     d = e / e.sum(axis=1, keepdims=True)  # softmax, becomes dloss/dlogits below
-    d[np.arange(len(y)), y] -= 1
+    d[xp.arange(len(y)), y] -= 1
     d /= len(y)
     da2 = d @ W3.T
     da2 *= h2 > 0

@@ -1,7 +1,8 @@
-"""Running the table's samples on other backends: Dask (one chunk, several chunks) and
+"""Running the table's samples on other backends: Dask (one chunk, several chunks),
 array-api-strict on its non-default device (which refuses host conversion where CuPy
-would). Used by tests/test_backends.py; ``python tests/backends.py`` prints each
-sample's outcome (to refresh KNOWN_GAPS)."""
+would) and, where a GPU is present, CuPy. Used by tests/test_backends.py;
+``python tests/backends.py [--where] [backend ...]`` prints each failing sample (to refresh
+KNOWN_GAPS)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import numpy as np
 
 import chainrule as cr
 from chainrule.autograd import grad
-from chainrule.backend import dtype_kind
+from chainrule.backend import dtype_kind, numpy_dtype
 
 
 class Computed(AssertionError):
@@ -67,6 +68,13 @@ def converters():
         out["array-api-strict"] = (strict, strict_np, _Null)
     except ImportError:
         pass
+    try:  # CuPy on a GPU: it refuses implicit host conversion itself, so no guard is needed
+        import cupy
+
+        if cupy.cuda.runtime.getDeviceCount() > 0:
+            out["cupy"] = (cupy.asarray, cupy.asnumpy, _Null)
+    except Exception:  # no CuPy, or no GPU / CUDA driver to run it
+        pass
     return out
 
 
@@ -100,10 +108,14 @@ def _passes(sample, make, cots, weights, tangents):
     return outs, gs, g2, touts
 
 
+def _single(a):
+    return a.astype(np.float32) if a.dtype == np.float64 else a
+
+
 def run_sample(sample, backend):
     """Forward, VJP (first and second order) and JVP of ``sample`` on ``backend``, checked
-    against NumPy. Returns None when all run and agree, else the exception (its class and
-    message say why)."""
+    against NumPy, then again in float32, where every result must stay float32. Returns
+    None when all run and agree, else the exception (its class and message say why)."""
     to_b, to_np, guard = converters()[backend]
     rng = np.random.default_rng(0)
     ref = sample.fn(*[cr.tensor(x) if isinstance(x, np.ndarray) else x
@@ -134,19 +146,51 @@ def run_sample(sample, backend):
                     continue
                 np.testing.assert_allclose(to_np(a._data), b.detach().numpy(), rtol=1e-8,
                                            atol=1e-9, err_msg=what)
+        # float32 is kept on the backend too: no kernel or rule may compute in float64
+        with guard():
+            got = _passes(sample, lambda a: to_b(_single(a)), cots, weights, tangents)
+        f32 = np.dtype(np.float32)
+        want = np.dtype(np.float64) if sample.op == "_to_copy" else f32  # it converts to f64
+        for what, xs, dtype in (("forward", got[0], want), ("vjp", got[1], f32),
+                                ("second-order vjp", got[2], f32), ("jvp", got[3], want)):
+            for a in xs:
+                assert a is None or numpy_dtype(a.dtype) == dtype, \
+                    f"float32 {what} gives {a.dtype}"
     except Exception as exc:  # reported: the caller compares with KNOWN_GAPS
         return exc
     return None
 
 
 if __name__ == "__main__":  # pragma: no cover - a maintenance script
+    # python tests/backends.py [--where] [backend ...]: each failing sample, tab-separated
+    # (--where adds the innermost chainrule frame of the error)
     import sys
+    import time
+    import traceback
 
     sys.path.insert(0, "tests")
     from samples import SAMPLES
 
-    for backend in converters():
+    args = sys.argv[1:]
+    where = "--where" in args
+    names = [a for a in args if a != "--where"] or list(converters())
+    for backend in names:
+        start, failed = time.perf_counter(), 0
         for s in SAMPLES:
             err = run_sample(s, backend)
             if err is not None:
-                print(f"{backend}\t{s.id}\t{type(err).__name__}: {str(err)[:150]}")
+                failed += 1
+                frame = ""
+                if where:
+                    inner = err  # the first error, under the ones that renamed it
+                    while (inner.__cause__ or inner.__context__) is not None:
+                        inner = inner.__cause__ or inner.__context__
+                    frames = [f for f in traceback.extract_tb(inner.__traceback__)
+                              if "chainrule" in f.filename]
+                    if frames:
+                        f = frames[-1]
+                        frame = f"\t{f.filename.split('chainrule/')[-1]}:{f.lineno}"
+                msg = str(err).replace("\n", " ")[:300]
+                print(f"{backend}\t{s.id}\t{type(err).__name__}: {msg}{frame}", flush=True)
+        print(f"# {backend}: {failed} of {len(SAMPLES)} samples fail "
+              f"({time.perf_counter() - start:.0f} s)", flush=True)

@@ -42,7 +42,7 @@ def test_table_sample_on_backend(backend, sample):
 def test_gaps_name_real_samples():
     ids = {s.id for s in SAMPLES}
     for backend, gaps in KNOWN_GAPS.items():
-        assert backend in {"dask-1chunk", "dask-chunks", "array-api-strict"}
+        assert backend in {"dask-1chunk", "dask-chunks", "array-api-strict", "cupy"}
         assert set(gaps) <= ids, sorted(set(gaps) - ids)
 
 
@@ -242,3 +242,152 @@ def test_gpu_mlp_example_on_the_gpu():
     if module.gpu_problem() is not None:
         pytest.skip(module.gpu_problem())
     assert module.main(["--small"]) == 0
+
+
+def test_jacobians_of_tensors_on_another_device_are_vmap_of_vjp_and_jvp():
+    # jacrev/jacfwd of tensors whose data is not NumPy's (a GPU's; here array-api-strict's
+    # device, which refuses host copies as CuPy would) compose vmap with vjp/jvp
+    xps = pytest.importorskip("array_api_strict")
+    from chainrule import func
+
+    dev, host = xps.Device("device1"), xps.Device("CPU_DEVICE")
+    rng = np.random.default_rng(4)
+    X, w = rng.standard_normal((5, 3)), rng.standard_normal(3)
+    Xd, wd = (cr.tensor(xps.asarray(a, device=dev)) for a in (X, w))
+
+    def on_host(t):
+        assert t.device == "array_api_strict.device1"
+        return np.asarray(xps.asarray(t._data, device=host))
+
+    jac = np.cos(X @ w)[:, None] * X  # d sin(X w) / dw
+    hess = X.T @ (np.exp(X @ w)[:, None] * X)  # d^2 sum(exp(X w)) / dw^2
+    for jacobian in (func.jacrev, func.jacfwd):
+        np.testing.assert_allclose(on_host(jacobian(lambda w: (Xd @ w).sin())(wd)), jac,
+                                   rtol=1e-12)
+        got, aux = jacobian(lambda w: ((Xd @ w).sin(), w.sum()), has_aux=True)(wd)
+        np.testing.assert_allclose(on_host(got), jac, rtol=1e-12)
+        np.testing.assert_allclose(on_host(aux), w.sum(), rtol=1e-12)
+        # pytree output, two argnums: d cos(A w) / dA and / dw
+        blocks = jacobian(lambda A, w: {"y": (A @ w).cos()}, argnums=(0, 1))(Xd, wd)["y"]
+        s = -np.sin(X @ w)
+        np.testing.assert_allclose(on_host(blocks[0]),
+                                   np.einsum("i,ik,j->ijk", s, np.eye(5), w).transpose(0, 2, 1),
+                                   rtol=1e-12)
+        np.testing.assert_allclose(on_host(blocks[1]), s[:, None] * X, rtol=1e-12)
+    for outer in (func.jacrev, func.jacfwd):
+        for inner in (func.jacrev, func.jacfwd):
+            H = outer(inner(lambda w: (Xd @ w).exp().sum()))(wd)
+            np.testing.assert_allclose(on_host(H), hess, rtol=1e-12)
+    np.testing.assert_allclose(on_host(func.hessian(lambda w: (Xd @ w).exp().sum())(wd)), hess,
+                               rtol=1e-12)
+
+
+def _gpu():
+    """CuPy, or skip the test where no GPU can run it (CI has none)."""
+    cupy = pytest.importorskip("cupy")
+    try:
+        if cupy.cuda.runtime.getDeviceCount() > 0:
+            return cupy
+    except Exception:  # no driver
+        pass
+    pytest.skip("CuPy finds no GPU")
+
+
+def test_gpu_tensors_move_compute_and_differentiate():
+    _gpu()
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((4, 3))
+    x = cr.tensor(a, device="cuda", requires_grad=True)
+    assert x.is_cuda and x.device == "cuda:0" and type(x._data).__module__.startswith("cupy")
+    y = (x.sin() * x).sum()
+    y.backward()
+    # d/dx sum(x sin x) = sin x + x cos x, computed on the GPU
+    assert isinstance(y.item(), float)
+    np.testing.assert_allclose(y.item(), (np.sin(a) * a).sum(), rtol=1e-12)
+    assert x.grad.is_cuda
+    np.testing.assert_allclose(x.grad.cpu().numpy(), np.sin(a) + a * np.cos(a), rtol=1e-12)
+    assert x.detach().tolist() == a.tolist() and "cuda:0" in repr(x)
+    # float32 stays float32 through forward and backward
+    x32 = cr.tensor(a.astype(np.float32), device="cuda", requires_grad=True)
+    (x32 @ x32.t()).sum().backward()
+    assert x32.grad.dtype == cr.float32
+    # d/dX sum(X X^T) = 2 * 1 1^T X (1 the ones vector of length 4)
+    np.testing.assert_allclose(x32.grad.cpu().numpy(), 2 * np.ones((4, 4)) @ a, rtol=1e-5)
+    with pytest.raises(RuntimeError, match="cuda:0"):
+        x.detach() + cr.tensor(a)  # a CPU tensor beside a GPU one, as PyTorch refuses
+
+
+def test_gpu_transforms_and_double_backward():
+    _gpu()
+    from chainrule import func
+
+    rng = np.random.default_rng(1)
+    X, w = rng.standard_normal((5, 3)), rng.standard_normal(3)
+    Xg, wg = cr.tensor(X, device="cuda"), cr.tensor(w, device="cuda")
+    # per-sample gradients of (x . w)^2 / 2 in w: (x . w) x
+    per_sample = func.vmap(func.grad(lambda w, x: (x @ w) ** 2 / 2), in_dims=(None, 0))(wg, Xg)
+    assert per_sample.is_cuda
+    np.testing.assert_allclose(per_sample.cpu().numpy(), (X @ w)[:, None] * X, rtol=1e-12)
+    # Hessian of sum(exp(X w)) in w: X^T diag(exp(X w)) X, by jacfwd(jacrev)
+    H = func.jacfwd(func.jacrev(lambda w: (Xg @ w).exp().sum()))(wg)
+    np.testing.assert_allclose(H.cpu().numpy(), X.T @ (np.exp(X @ w)[:, None] * X),
+                               rtol=1e-12)
+    # double backward: grad of the gradient's norm, against the same code on NumPy
+    def gradient_penalty(v):
+        (g,) = cr.autograd.grad((v.tanh() ** 2).sum(), v, create_graph=True)
+        (gg,) = cr.autograd.grad((g ** 2).sum(), v)
+        return gg
+
+    on_gpu = gradient_penalty(cr.tensor(w, device="cuda", requires_grad=True))
+    on_cpu = gradient_penalty(cr.tensor(w, requires_grad=True))
+    np.testing.assert_allclose(on_gpu.cpu().numpy(), on_cpu.numpy(), rtol=1e-12)
+
+
+def test_gpu_module_training_step_matches_cpu():
+    _gpu()
+    import copy
+
+    rng = np.random.default_rng(2)
+    X, y = rng.standard_normal((8, 4)), rng.integers(0, 3, 8)
+    cr.manual_seed(0)
+    cpu_model = cr.nn.Sequential(cr.nn.Linear(4, 5), cr.nn.Tanh(), cr.nn.Linear(5, 3)).double()
+    gpu_model = copy.deepcopy(cpu_model).cuda()
+    assert all(p.is_cuda for p in gpu_model.parameters())
+    for model, dev in ((cpu_model, "cpu"), (gpu_model, "cuda")):
+        opt = cr.optim.Adam(model.parameters(), lr=0.1)
+        for _ in range(3):
+            opt.zero_grad()
+            loss = cr.nn.functional.cross_entropy(model(cr.tensor(X, device=dev)),
+                                                  cr.tensor(y, device=dev))
+            loss.backward()
+            opt.step()
+    # the same three Adam steps on both devices: the same parameters
+    for p, q in zip(cpu_model.parameters(), gpu_model.cpu().parameters()):
+        assert not q.is_cuda
+        np.testing.assert_allclose(q.detach().numpy(), p.detach().numpy(), rtol=1e-10)
+
+
+def test_gpu_functional_layers_match_cpu():
+    _gpu()
+    F = cr.nn.functional
+    rng = np.random.default_rng(3)
+    q, k, v = (rng.standard_normal((2, 3, 4)) for _ in range(3))
+    mask = np.array([[True, False, True], [True, True, False], [False, True, True]])
+    x, y = rng.standard_normal((5, 4)), np.array([0, 3, 1, 3, 2])
+
+    def run(dev):
+        t = {n: cr.tensor(a, device=dev, requires_grad=True)
+             for n, a in (("q", q), ("k", k), ("v", v), ("x", x))}
+        cr.manual_seed(7)  # the dropout masks come from chainrule's generator on the host
+        out = (F.scaled_dot_product_attention(t["q"], t["k"], t["v"],
+                                              attn_mask=cr.tensor(mask, device=dev)).sum()
+               + F.dropout(t["x"], 0.5).sum()
+               + F.cross_entropy(t["x"], cr.tensor(y, device=dev), label_smoothing=0.1)
+               + F.nll_loss(F.log_softmax(t["x"], 1), cr.tensor(y, device=dev)))
+        onehot = F.one_hot(cr.tensor(y, device=dev), 4)
+        assert onehot.device.type == ("cuda" if dev == "cuda" else "cpu")
+        out.backward()
+        return [out.item()] + [t[n].grad.cpu().numpy() for n in ("q", "k", "v", "x")]
+
+    for a, b in zip(run("cuda"), run("cpu")):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)

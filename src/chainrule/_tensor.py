@@ -399,8 +399,7 @@ class Tensor:
                 " (inside a custom Function's backward that gives up second derivatives: "
                 "write backward with chainrule ops, or mark it @once_differentiable)"
             )
-        d = self._data
-        return d if d.__class__ is np.ndarray else backend_of(d).to_numpy(d)
+        return self._host()
 
     def __array__(self, dtype=None, copy=None):
         # NumPy 2 passes copy=True for np.array(t) and trusts the result to be a copy.
@@ -414,10 +413,15 @@ class Tensor:
             raise RuntimeError(
                 f"a tensor with {self._data.size} elements cannot be converted to a Python scalar"
             )
-        return self._data.item() if self._data.ndim else np.asarray(self._data).item()
+        return self._host().item()
 
     def tolist(self):
-        return np.asarray(self._data).tolist()
+        return self._host().tolist()
+
+    def _host(self):
+        """The data as an ndarray (an explicit copy from a GPU, a compute on Dask)."""
+        d = self._data
+        return d if d.__class__ is np.ndarray else np.asarray(backend_of(d).to_numpy(d))
 
     def __float__(self):
         return float(self.item())

@@ -159,6 +159,17 @@ def host_to(dev, array):
                        "library's device")
 
 
+def beside(array, like):
+    """NumPy ``array`` (or None) on the device of ``like`` (an array of any backend): as it
+    is on the CPU (NumPy, Dask, vmap's batches), else copied there (a GPU's, an Array API
+    library's device), so that it can meet ``like`` in a kernel."""
+    if array is None or like.__class__ is np.ndarray:
+        return array
+    b = backend_of(like)
+    dev = b.device(like)
+    return array if b.lazy or dev.type == "cpu" else host_to(dev, array)
+
+
 class ChunkedShape(tuple):
     """A shape that remembers the chunks of the (lazy) array it was read from, so that a
     derivative rule broadcasting a cotangent back to it (the VJP of sum, mean, ...) makes
@@ -282,6 +293,17 @@ def _numpy_index_put(x, indices, values, accumulate):
     return out
 
 
+def broadcast_batch(xp, A, B):
+    """``A`` (..., m, n) and ``B`` (..., p, q) broadcast to the same batch dimensions (the
+    Array API's linalg.solve broadcasts them, CuPy's wants them equal)."""
+    batch = np.broadcast_shapes(A.shape[:-2], B.shape[:-2])
+    if A.shape[:-2] != batch:
+        A = xp.broadcast_to(A, batch + A.shape[-2:])
+    if B.shape[:-2] != batch:
+        B = xp.broadcast_to(B, batch + B.shape[-2:])
+    return A, B
+
+
 def _solve_triangular(xp):
     def solve_triangular(A, B, *, upper, left=True, unitriangular=False):
         """X = T^-1 B (left) or B T^-1, T the referenced triangle of A (unit diagonal when
@@ -291,6 +313,7 @@ def _solve_triangular(xp):
             n = A.shape[-1]
             eye = xp.eye(n, dtype=A.dtype, **on_device_of(A))
             T = T * (1 - eye) + eye
+        T, B = broadcast_batch(xp, T, B)
         if left:
             return xp.linalg.solve(T, B)
         return xp.matrix_transpose(xp.linalg.solve(xp.matrix_transpose(T),
@@ -602,7 +625,8 @@ def _dask_linalg(xp, da):
     linalg.qr, linalg.svd, linalg.cholesky = per_matrix(qr), per_matrix(svd), \
         per_matrix(cholesky)
     linalg.svdvals = per_matrix(lambda x: own.svd(one_chunk_across(x), full_matrices=False)[1])
-    linalg.inv = per_matrix(lambda x: own.inv(square_chunks(x)))
+    # (Dask's inv computes float32 in float64: the result keeps the input's dtype)
+    linalg.inv = per_matrix(lambda x: own.inv(square_chunks(x)).astype(x.dtype, copy=False))
     linalg.solve = per_matrix(solve)
     linalg.eigh = per_matrix(lambda x: whole(np.linalg.eigh, [x], [x.shape[-1:], x.shape]))
     linalg.det = per_matrix(lambda x: whole(np.linalg.det, [x], [()]))
@@ -625,20 +649,48 @@ def _cupy():  # pragma: no cover - needs a GPU
 
     xp = importlib.import_module("array_api_compat.cupy")
 
+    # ufunc.at (CuPy 13+; cupyx.scatter_add before, deprecated since)
+    add_at = cupy.add.at if hasattr(cupy.add, "at") else cupyx.scatter_add
+
     def index_put(x, indices, values, accumulate):
         out = cupy.array(x, copy=True)
         if accumulate:
-            cupyx.scatter_add(out, indices, values)
+            add_at(out, indices, values)
         else:
             out[indices] = values
         return out
 
+    # No scatter_amax/amin for scatter_reduce: CuPy 14.2's maximum.at/minimum.at (and
+    # cupyx.scatter_max/min) round float64 values to float32 (6.29 -> 6.289999961853027).
     providers = {"expit": special.expit, "erf": special.erf, **_scipy_special(special),
                  "einsum": cupy.einsum, "swapaxes": cupy.swapaxes, "index_put": index_put}
+    if "jn" not in providers and hasattr(special, "jv"):  # jn is jv at integer orders
+        providers["jn"] = special.jv
     import cupyx.scipy.linalg
 
+    def matrix_by_matrix(fn, shapes):
+        """``fn`` of one matrix (CuPy's expm and lu) over a batch, matrix by matrix;
+        ``shapes(m, n)`` gives its outputs' matrix shapes (for an empty batch)."""
+        def batched(a):
+            if a.ndim == 2:
+                return fn(a)
+            batch, flat = a.shape[:-2], a.reshape((-1,) + a.shape[-2:])
+            if flat.shape[0] == 0:
+                outs = [cupy.empty(batch + s, dtype=a.dtype) for s in shapes(*a.shape[-2:])]
+                return outs[0] if len(outs) == 1 else tuple(outs)
+            results = [fn(m) for m in flat]
+            if not isinstance(results[0], tuple):
+                return cupy.stack(results).reshape(a.shape)
+            return tuple(cupy.stack(parts).reshape(batch + parts[0].shape)
+                         for parts in zip(*results))
+
+        return batched
+
     if hasattr(cupyx.scipy.linalg, "expm"):
-        providers["expm"] = cupyx.scipy.linalg.expm
+        providers["expm"] = matrix_by_matrix(cupyx.scipy.linalg.expm, lambda m, n: [(m, n)])
+    if hasattr(cupyx.scipy.linalg, "lu"):
+        providers["lu"] = matrix_by_matrix(cupyx.scipy.linalg.lu, lambda m, n: [
+            (m, m), (m, min(m, n)), (min(m, n), n)])
     return Backend("cupy", xp, providers=providers,
                    device_of=lambda a: device("cuda", a.device.id),
                    to_numpy=cupy.asnumpy, from_numpy=lambda a, like: cupy.asarray(a))

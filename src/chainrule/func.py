@@ -9,7 +9,10 @@ and ``jvp`` of ``jvp`` are exact). ``vmap`` maps a function over a batch dimensi
 
 ``jacrev`` gets every row of the Jacobian from ONE backward pass with a batch of cotangents
 (the rules run on a leading batch dimension), ``jacfwd`` every column from ONE forward pass
-with a batch of tangents; neither rebuilds the forward graph per row or column.
+with a batch of tangents; neither rebuilds the forward graph per row or column. Those
+one-pass batches are NumPy arrays; for inputs on another backend (a GPU's CuPy arrays) the
+Jacobian is ``vmap`` of ``vjp``/``jvp`` over the one-hot rows, as torch.func builds it,
+which runs on every backend.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from ._state import STATE
 from ._tensor import Tensor, wrap
 from .autograd import forward_ad as fwAD
 from .autograd import grad as _autograd_grad
-from .backend import dtype_kind
+from .backend import NUMPY, backend_of, dtype_kind
 
 
 class _NNHelpers:
@@ -424,6 +427,108 @@ def _jvp_by_reverse(func, primals, tangents, strict, has_aux):
     return result + (aux,) if has_aux else result
 
 
+def _on_device(trees):
+    """Whether a leaf of ``trees`` holds data of a backend other than NumPy (and other than
+    vmap's batched values): a GPU's CuPy arrays, an Array API library's."""
+    for tree in trees:
+        for x in tree_flatten(tree)[0]:
+            d = x._data if isinstance(x, Tensor) else x
+            if d.__class__ is np.ndarray or isinstance(d, (np.generic, int, float, complex)):
+                continue
+            try:
+                b = backend_of(d)
+            except TypeError:  # not an array: the transform's own checks say so
+                continue
+            if b is not NUMPY and b.name != "vmap":
+                return True
+    return False
+
+
+def _one_hot_rows(tensors):
+    """Per tensor a batch ``(N, *shape)`` (N the total size) holding the identity on that
+    tensor's block of rows: chainrule tensors on the tensors' device, in their dtypes."""
+    sizes = [v.numel() for v in tensors]
+    total = sum(sizes)
+    eye = _creation.eye(total, dtype=tensors[0].dtype, device=tensors[0].device)
+    rows, start = [], 0
+    for v, size in zip(tensors, sizes):
+        rows.append(eye[:, start:start + size].reshape((total,) + tuple(v.shape)).to(v.dtype))
+        start += size
+    return rows, sizes
+
+
+def _flat_function(func, args, kwargs, nums, has_aux, where):
+    """``func`` as a function of the flattened leaves of ``args[nums]``: returns
+    ``(inputs, flat, specs, flat_func, seen)``; ``flat_func(*leaves)`` returns the output's
+    leaves and records the output's pytree spec and the first call's aux in ``seen``."""
+    flat, specs = [], []
+    for a in nums:
+        leaves, spec = tree_flatten(args[a])
+        flat.append([_as_tensor(x) for x in leaves])
+        specs.append(spec)
+    seen = {}
+
+    def flat_func(*xs):
+        call_args, k = list(args), 0
+        for a, vs, spec in zip(nums, flat, specs):
+            call_args[a] = tree_unflatten(list(xs[k:k + len(vs)]), spec)
+            k += len(vs)
+        result = func(*call_args, **kwargs)
+        if has_aux:
+            result, aux = _split_aux(result, where)
+            seen.setdefault("aux", aux)  # the first call's (outside any vmap)
+        leaves, seen["spec"] = tree_flatten(result)
+        return leaves
+
+    return [v for vs in flat for v in vs], flat, specs, flat_func, seen
+
+
+def _jacobian_by_vmap(func, argnums, has_aux, args, kwargs, forward, where,
+                      randomness="error"):
+    """jacrev (``forward=False``: ``vmap`` of the VJP over one-hot cotangents) or jacfwd
+    (``vmap`` of the JVP over one-hot tangents), composed from transforms that every backend
+    runs; the result laid out as :func:`jacrev`'s."""
+    from .ops import movedim
+
+    nums = _argnums(argnums, len(args))
+    inputs, flat, specs, leaves_of, seen = _flat_function(func, args, kwargs, nums, has_aux,
+                                                          where)
+
+    def flat_func(*xs):
+        return tuple(_as_tensor(x) for x in leaves_of(*xs))
+
+    if forward:
+        outs = flat_func(*inputs)
+        tans, in_sizes = _one_hot_rows(inputs)
+        cols = vmap(lambda *ts: jvp(flat_func, tuple(inputs), ts)[1],
+                    randomness=randomness)(*tans) if sum(in_sizes) else None
+
+        def block(i, o, k, v):  # columns (size_v, *o.shape) -> o.shape + v.shape
+            start = sum(in_sizes[:k])
+            part = cols[i][start:start + in_sizes[k]]
+            return movedim(part, 0, -1).reshape(tuple(o.shape) + tuple(v.shape))
+    else:
+        outs, vjp_fn = vjp(flat_func, *inputs)
+        cots, out_sizes = _one_hot_rows(list(outs)) if outs else ([], [])
+        rows = vmap(vjp_fn)(tuple(cots)) if sum(out_sizes) else None
+
+        def block(i, o, k, v):  # rows (size_o, *v.shape) -> o.shape + v.shape
+            start = sum(out_sizes[:i])
+            return rows[k][start:start + out_sizes[i]].reshape(tuple(o.shape) + tuple(v.shape))
+    blocks = []
+    for i, o in enumerate(outs):
+        per_input = [block(i, o, k, v) if o.numel() and v.numel() else
+                     _creation.zeros(tuple(o.shape) + tuple(v.shape), dtype=o.dtype,
+                                     device=o.device) for k, v in enumerate(inputs)]
+        per_arg, k = [], 0
+        for vs, spec in zip(flat, specs):
+            per_arg.append(tree_unflatten(per_input[k:k + len(vs)], spec))
+            k += len(vs)
+        blocks.append(per_arg[0] if isinstance(argnums, int) else tuple(per_arg))
+    jac = tree_unflatten(blocks, seen["spec"])
+    return (jac, _detach_tree(seen.get("aux"), False)) if has_aux else jac
+
+
 def _one_hot_batches(shapes, dtypes):
     """For leaves of ``shapes``: per leaf a batch (N, *shape), N = total size, holding the
     identity on that leaf's block of rows and zeros elsewhere. A single vector leaf gets the
@@ -457,6 +562,9 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_
                          f"{chunk_size!r}")
 
     def wrapper(*args, **kwargs):
+        if _on_device([args[a] for a in _argnums(argnums, len(args))]):
+            return _jacobian_by_vmap(func, argnums, has_aux, args, kwargs, False,
+                                     "jacrev(f)(*args)")
         off = _no_outer_grad()
         if off:
             args = _detached(args)
@@ -556,28 +664,12 @@ def jacfwd(func, argnums=0, *, has_aux=False, randomness="error"):
             args = _detached(args)
         if _nested([args[a] for a in nums]):  # inside another transform: by reverse mode
             return jacrev(func, argnums, has_aux=has_aux)(*args, **kwargs)
-        args = list(args)
-        flat, specs = [], []
-        for a in nums:
-            leaves, spec = tree_flatten(args[a])
-            flat.append([_as_tensor(x) for x in leaves])
-            specs.append(spec)
-        inputs = [v for vs in flat for v in vs]
+        if _on_device([args[a] for a in nums]):
+            return _jacobian_by_vmap(func, argnums, has_aux, args, kwargs, True,
+                                     "jacfwd(f)(*args)", randomness)
+        inputs, flat, specs, flat_func, seen = _flat_function(func, list(args), kwargs, nums,
+                                                              has_aux, "jacfwd(f)(*args)")
         tans, sizes = _one_hot_batches([v.shape for v in inputs], [v.dtype for v in inputs])
-
-        seen = {}  # what flat_func learns on its call: the output's structure and aux
-
-        def flat_func(*xs):
-            call_args = list(args)
-            k = 0
-            for a, vs, s in zip(nums, flat, specs):
-                call_args[a] = tree_unflatten(list(xs[k:k + len(vs)]), s)
-                k += len(vs)
-            result = func(*call_args, **kwargs)
-            if has_aux:
-                result, seen["aux"] = _split_aux(result, "jacfwd(f)(*args)")
-            leaves, seen["spec"] = tree_flatten(result)
-            return leaves
 
         outs, out_tans = jvp_columns(flat_func, inputs, tans)
         outs = [_as_tensor(o) for o in outs]

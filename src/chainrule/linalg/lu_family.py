@@ -27,7 +27,7 @@ import numpy as np
 from .._dispatch import ShapeError, apply
 from .._table import defop, documented
 from .._tensor import Tensor, wrap
-from ..backend import numpy_dtype, xp_kernel
+from ..backend import beside, numpy_dtype, xp_kernel
 from ._common import _as_input
 
 __all__ = ["lu", "lu_factor", "lu_factor_ex", "lu_unpack", "lu_solve"]
@@ -274,19 +274,22 @@ def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
     k = min(m, n)
     P = L = U = None
     if unpack_data:
+        dev = LU_data.device
         L = tril(LU_data[..., :, :k], -1) + cat(
-            [eye(k, dtype=LU_data.dtype), _zeros(m - k, k, LU_data.dtype)], -2) \
-            if m > k else tril(LU_data[..., :, :k], -1) + eye(k, dtype=LU_data.dtype)
+            [eye(k, dtype=LU_data.dtype, device=dev),
+             _zeros(m - k, k, LU_data.dtype, dev)], -2) \
+            if m > k else tril(LU_data[..., :, :k], -1) + eye(k, dtype=LU_data.dtype, device=dev)
         U = triu(LU_data[..., :k, :])
-    if unpack_pivots:
-        P = wrap(_permutation(LU_pivots, m, numpy_dtype(LU_data.dtype)))
+    if unpack_pivots:  # computed on the host from the pivots, then put beside LU
+        P = wrap(beside(_permutation(LU_pivots, m, numpy_dtype(LU_data.dtype)),
+                        LU_data._data))
     return LUUnpackResult(P, L, U)
 
 
-def _zeros(r, c, dtype):
+def _zeros(r, c, dtype, device):
     from .._creation import zeros
 
-    return zeros(r, c, dtype=dtype)
+    return zeros(r, c, dtype=dtype, device=device)
 
 
 def lu_solve(LU, pivots, B, *, left=True, adjoint=False):

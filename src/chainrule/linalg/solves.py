@@ -23,7 +23,7 @@ import numpy as np
 from .._dispatch import apply
 from .._ns import register
 from .._table import defop, documented
-from ..backend import NUMPY, xp_kernel
+from ..backend import NUMPY, broadcast_batch, xp_kernel
 from ._common import (
     GILES,
     _as_input,
@@ -33,7 +33,6 @@ from ._common import (
     _col,
     _first_zero_pivot,
     _is_vector_rhs,
-    _linalg_name,
     _provided,
     _shape,
     _shape_error,
@@ -64,6 +63,8 @@ def _solve_kernel(xp, A, B, left, vector):
     mT = xp.matrix_transpose
     if vector:
         B = B[..., None]
+    if xp is not NUMPY.xp:  # some libraries' solve (CuPy's) wants equal batch dimensions
+        A, B = broadcast_batch(xp, A, B)
     X = solve(A, B) if left else mT(solve(mT(A), mT(B)))
     return X[..., 0] if vector else X
 
@@ -132,7 +133,8 @@ def _register():
     check (a singular matrix raises LinAlgError naming it); elsewhere they compute through
     the backend's namespace and its provider table."""
     register("solve", lambda A, B: _solve_matrix(A, B, "solve (in a derivative rule): "),
-             lambda A, B: apply(SOLVE, (A, B), (True, False)), _linalg_name("solve"),
+             lambda A, B: apply(SOLVE, (A, B), (True, False)),
+             lambda xp, dev, lazy: lambda A, B: xp.linalg.solve(*broadcast_batch(xp, A, B)),
              batch="leading")
     # One kernel for the triangular solve: the op's own (decomp's cholesky and qr rules use
     # it too).

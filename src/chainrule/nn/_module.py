@@ -393,9 +393,9 @@ class Module:
         return self
 
     def to(self, *args, dtype=None, device=None, **kwargs):
-        """Cast floating parameters and buffers to ``dtype`` (``to(dtype)``, ``to(device)``,
-        ``to(device, dtype)``; chainrule computes on the CPU, so a device other than "cpu"
-        is passed to each tensor's ``to``). Returns self (parameters are replaced by new
+        """Cast floating parameters and buffers to ``dtype`` and move them to ``device``
+        (``to(dtype)``, ``to(device)``, ``to(device, dtype)``: "cpu", "cuda"/"cuda:i" for
+        CuPy, or an Array API library's device). Returns self (parameters are replaced by new
         Parameters of the new dtype, as in PyTorch).
 
         ``to("meta")``: chainrule has no storage-free tensors, so parameters and buffers
@@ -417,11 +417,11 @@ class Module:
 
         def convert(t, is_param):
             out = t
-            if device is not None and str(device) != "cpu":
+            if device is not None and t.device != device:  # a copy (to or from a GPU)
                 out = wrap(out.detach().to(device)._data)
             if dtype is not None and t.dtype.kind == "f" and \
                     numpy_dtype(dtype) != numpy_dtype(t.dtype):
-                out = wrap(t.detach()._data.astype(numpy_dtype(dtype)))
+                out = out.detach().to(dtype)
             return out
 
         return self._apply_to_tensors(convert)
@@ -449,7 +449,15 @@ class Module:
         return self
 
     def cpu(self):
-        return self
+        """Parameters and buffers on the CPU (copied from a GPU; NumPy's stay). Returns
+        self."""
+        return self.to("cpu")
+
+    def cuda(self, device=None):
+        """Parameters and buffers copied onto the GPU (CuPy), ``device`` an index or
+        "cuda:i". Returns self."""
+        return self.to("cuda" if device is None else
+                       f"cuda:{device}" if isinstance(device, int) else device)
 
     def type(self, dst_type):
         return self.to(dst_type)

@@ -26,6 +26,7 @@ from .._batched import Batched
 from .._state import STATE, no_grad
 from .._tensor import Tensor, wrap
 from ..autograd.function import Function
+from ..backend import beside, dtype_kind, numpy_dtype
 from ..ops.nn import binary_cross_entropy_terms
 
 __all__ = [
@@ -112,7 +113,10 @@ def _hardtanh(x, lo, hi):
 
 
 def _float_dtype_of(x):
-    return x.dtype if x.dtype.kind == "f" else _creation.get_default_dtype()
+    """``x``'s dtype if floating, else the default float dtype, as a NumPy dtype (for the
+    host-side masks and weights that then move beside ``x``)."""
+    return numpy_dtype(x.dtype if dtype_kind(x.dtype) == "f" else
+                       _creation.get_default_dtype())
 
 
 # --- linear layers -----------------------------------------------------------------------
@@ -364,7 +368,7 @@ def _dropout_input(input, fname):
     """``input`` as a Tensor, checked before a dropout draws its mask: a failing call must
     leave the random state as it was (``dropout(None)`` raises, drawing nothing)."""
     x = _t(input)
-    if x.dtype.kind not in "biufc":
+    if dtype_kind(x.dtype) not in "biufc":
         raise TypeError(f"{fname}: input must be a Tensor, got {type(input).__name__}")
     return x
 
@@ -384,7 +388,7 @@ def dropout(input, p=0.5, training=True, inplace=False):
         return input * 0.0
     keep = _creation.default_generator.random(tuple(input.shape)) >= p
     scale = (keep / (1.0 - p)).astype(_float_dtype_of(input))
-    return input * wrap(scale)
+    return input * _beside(_t(input), scale)
 
 
 def _check_affine(name, t, n, fname):
@@ -631,7 +635,8 @@ def one_hot(tensor, num_classes=-1):
     if a.size and a.max() >= num_classes:
         raise RuntimeError(f"one_hot: Class values must be smaller than num_classes "
                            f"(got {int(a.max())} with num_classes={num_classes}).")
-    return wrap((a[..., None] == np.arange(num_classes)).astype(np.int64))
+    out = (a[..., None] == np.arange(num_classes)).astype(np.int64)
+    return _beside(tensor, out) if isinstance(tensor, Tensor) else wrap(out)
 
 
 def pad(input, pad, mode="constant", value=None):
@@ -842,11 +847,16 @@ def _gather_classes(logp, t, weight, ignore_index, fname):
     last = _class_last(logp)
     picked = _ops.take_along_dim(last, wrap(safe[..., None]), dim=-1)[..., 0]
     if weight is None:
-        w = (~ignored).astype(logp.dtype)
-        wt = wrap(w)
+        wt = _beside(logp, (~ignored).astype(numpy_dtype(logp.dtype)))
     else:
-        wt = _t(weight)[safe] * wrap((~ignored).astype(logp.dtype))
+        wt = _t(weight)[safe] * _beside(logp, (~ignored).astype(numpy_dtype(logp.dtype)))
     return -picked * wt, wt
+
+
+def _beside(x, array):
+    """NumPy ``array`` as a tensor on ``x``'s device (a GPU's: class indices and weights
+    are checked on the host, then meet ``x`` there)."""
+    return wrap(beside(array, x._data))
 
 
 def _counted_mean(loss, w):
@@ -931,12 +941,12 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
                            f"classes or no classes but got weight tensor of shape: "
                            f"{_size(_shape(weight))}")
     tdata = target._data if isinstance(target, Tensor) else np.asarray(target)
-    if tdata.dtype.kind in "iu":
+    if dtype_kind(tdata.dtype) in "iu":
         t = _index_array(target, "cross_entropy", "target")  # a tensor inside vmap
         _class_shapes(tuple(x.shape), t.shape, "cross_entropy")
         if (weight is None and label_smoothing == 0.0 and x.ndim >= 2
                 and not isinstance(t, Tensor) and not (t == ignore_index).any()):
-            return _ops.cross_entropy(x, t, reduction=reduction)  # the fused primitive
+            return _ops.cross_entropy(x, _beside(x, t), reduction=reduction)  # fused
         logp = _ops.log_softmax(x, cdim)
         nll, w = _gather_classes(logp, t, weight, ignore_index, "cross_entropy")
         nll_red = nll if reduction == "none" else (nll.sum() if reduction == "sum"
@@ -944,7 +954,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         if label_smoothing == 0.0:
             return nll_red
         counted = (t != ignore_index).to(x.dtype) if isinstance(t, Tensor) else \
-            wrap((t != ignore_index).astype(x.dtype))
+            _beside(x, (t != ignore_index).astype(numpy_dtype(x.dtype)))
         if weight is None:
             smooth = -logp.sum(dim=cdim) * counted
         else:
@@ -1214,17 +1224,17 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         k, v = k[sl], v[sl]
     L, S = q.shape[-2], k.shape[-2]
     scale_factor = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
-    bias = np.zeros((L, S), dtype=q.dtype)
+    bias = np.zeros((L, S), dtype=numpy_dtype(q.dtype))
     if is_causal:
         if attn_mask is not None:
             raise RuntimeError("scaled_dot_product_attention: _scaled_dot_product_attention: "
                                "Explicit attn_mask should not be set when is_causal=True")
         bias[~np.tril(np.ones((L, S), dtype=bool))] = -np.inf
-    bias_t = wrap(bias)
+    bias_t = _beside(q, bias)
     if attn_mask is not None:
         m = _t(attn_mask)
-        if m.dtype == np.bool_:
-            bias_t = wrap(np.where(m._data, bias, -np.inf).astype(q.dtype))
+        if dtype_kind(m.dtype) == "b":
+            bias_t = _ops.where(m, _beside(q, bias), -np.inf).to(q.dtype)
         else:
             bias_t = m + bias_t
     dead = None if attn_mask is None else _dead_rows(bias_t)  # (the causal mask has none)
@@ -1405,7 +1415,8 @@ def _channel_dropout(input, p, training, fname, batched_ndim):
         return input
     x = _dropout_input(input, fname)
     keep = _channel_mask(x, p, fname, batched_ndim)
-    return x * wrap((keep / (1.0 - p) if p < 1 else keep * 0.0).astype(_float_dtype_of(x)))
+    return x * _beside(x, (keep / (1.0 - p) if p < 1 else keep * 0.0).astype(
+        _float_dtype_of(x)))
 
 
 def dropout2d(input, p=0.5, training=True, inplace=False):
@@ -1426,7 +1437,7 @@ def _alpha_dropout(x, keep, p):
     q = 1.0 - p
     a = (q + _ALPHA_PRIME ** 2 * q * p) ** -0.5
     b = -a * _ALPHA_PRIME * p
-    k = wrap(keep.astype(_float_dtype_of(x)))
+    k = _beside(x, keep.astype(_float_dtype_of(x)))
     return (x * k + _ALPHA_PRIME * (1 - k)) * a + b
 
 
@@ -1485,7 +1496,8 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
             count[k, c] += 1
     # pairs (j, i): j a listed target, i not a target; the hinge on x_j - x_i
     diff = x2.unsqueeze(2) - x2.unsqueeze(1)  # (n, C, C): x_j - x_i
-    pairs = wrap((count[:, :, None] * ~is_target[:, None, :]).astype(_float_dtype_of(x)))
+    pairs = _beside(x, (count[:, :, None] * ~is_target[:, None, :]).astype(
+        _float_dtype_of(x)))
     loss = _ops.sum(_ops.clamp(1.0 - diff, min=0.0) * pairs, (1, 2)) / C
     if x.ndim <= 1:
         loss = loss.reshape(())

@@ -143,9 +143,12 @@ def take_along_dim(input, indices, dim=None):
         from .._creation import as_tensor
 
         input = as_tensor(input)
-    idx = indices._data if isinstance(indices, Tensor) else np.asarray(indices)
-    if idx.__class__ is not np.ndarray:
-        idx = np.asarray(backend_of(idx).to_numpy(idx))
+    idx = indices._data if isinstance(indices, Tensor) else indices
+    if idx.__class__ is not np.ndarray:  # checked on the host (a GPU's indices copied)
+        try:
+            idx = np.asarray(backend_of(idx).to_numpy(idx))
+        except TypeError:  # a list or a number
+            idx = np.asarray(idx)
     if idx.dtype != np.int64 and not (idx.size == 0 and idx.dtype.kind == "f"):
         raise RuntimeError(f"take_along_dim: dtype of indices should be int64 (Long) but "
                            f"got {idx.dtype}")

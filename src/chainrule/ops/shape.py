@@ -300,7 +300,7 @@ concat = concatenate = cat
 
 
 def _unstack(F, g, needs, dim):
-    return [g[(slice(None),) * dim + (i,)] if need else None for i, need in enumerate(needs)]
+    return [g[(slice(None),) * dim + (i, ...)] if need else None for i, need in enumerate(needs)]
 
 
 STACK = defop(

@@ -26,7 +26,7 @@ from .._dispatch import apply, name_errors
 from .._state import STATE
 from .._table import defop, documented
 from .._tensor import Tensor
-from ..backend import dtype_kind, on_device_of, xp_kernel
+from ..backend import NUMPY, backend_of, beside, dtype_kind, on_device_of, xp_kernel
 from ._dims import wrap_dim
 from .elementwise import keep
 from .scans import _data, _take_along
@@ -311,8 +311,12 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan, name):
                          f"midpoint or nearest. Got {interpolation}")
     if dtype_kind(input.dtype) != "f":
         raise RuntimeError(f"{name}() input tensor must be either float or double dtype")
-    qd = np.asarray(_data(q), dtype=np.float64) if isinstance(q, Tensor) \
-        else np.asarray(q, dtype=np.float64)
+    # The interpolation ranks are computed on the host (from the NaN count of each slice)
+    # and the weights moved beside the input (take_along_dim takes host indices): an
+    # explicit copy from a GPU, a compute on Dask (a library refusing host copies raises).
+    backend = backend_of(_data(input))
+    host = np.asarray if backend is NUMPY else backend.to_numpy
+    qd = np.asarray(q._host() if isinstance(q, Tensor) else q, dtype=np.float64)
     if qd.ndim > 1:
         raise RuntimeError(f"{name}() q must be a scalar or 1D tensor")
     if np.any((qd < 0) | (qd > 1)):
@@ -329,7 +333,7 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan, name):
             x = reshape(x, (1,))
     sorted_x = movedim(sort(x, d).values, d, -1)  # NaN last
     n = sorted_x.shape[-1]
-    data = np.asarray(_data(sorted_x))
+    data = np.asarray(host(_data(sorted_x)))
     nan = np.isnan(data)
     qs = qd.reshape(-1)
     lead = data.shape[:-1]
@@ -352,10 +356,12 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan, name):
         above = np.ceil(ranks).astype(np.int64)
         weights = np.full_like(ranks, 0.5) if interpolation == "midpoint" else ranks - below
         upper = take_along_dim(sorted_x, above, -1)
-        w = c.as_tensor(weights.astype(data.dtype))
+        w = c.as_tensor(beside(weights.astype(data.dtype), _data(input)))
         if interpolation == "linear" and isinstance(q, Tensor) and dtype_kind(q.dtype) == "f" \
                 and (q.requires_grad or STATE.dual_level):
-            w = w + _rank_slope(q, ranks, n, nan, valid if ignore_nan else None, data.dtype)
+            slope = _rank_slope(ranks, n, nan, valid if ignore_nan else None, data.dtype)
+            dq = reshape(q - q.detach(), (-1,)).to(data.dtype)
+            w = w + dq * c.as_tensor(beside(slope, _data(input)))
         values = values + w * (upper - values)
     # values: (..., len(q)) -> (len(q), ...) with the reduced dim (kept as 1 with keepdim)
     values = movedim(values, -1, 0)
@@ -369,20 +375,16 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan, name):
     return values
 
 
-def _rank_slope(q, ranks, n, nan, valid, dtype):
-    """A zero-valued term whose derivative is that of the weight ``rank - below`` in ``q``
-    (``rank = q (n - 1)``, or ``q (valid - 1)`` ignoring NaNs), as PyTorch's composite
-    differentiates ``q``: 0 where the rank is forced (a NaN slice)."""
-    from .. import _creation as c
-    from .shape import reshape
-
+def _rank_slope(ranks, n, nan, valid, dtype):
+    """d rank / d q (NumPy, ``ranks``' shape): the weight ``rank - below`` is differentiated
+    in ``q`` (``rank = q (n - 1)``, or ``q (valid - 1)`` ignoring NaNs) through the
+    zero-valued term ``(q - q.detach()) * slope``, as PyTorch's composite differentiates
+    ``q``: 0 where the rank is forced (a NaN slice)."""
     if valid is None:
         slope = np.where(nan.any(-1, keepdims=True), 0, n - 1)
     else:
         slope = np.where(valid == 0, 0, valid - 1)
-    slope = np.broadcast_to(slope, ranks.shape).astype(dtype)
-    dq = reshape(q - q.detach(), (-1,)).to(dtype)
-    return dq * c.as_tensor(slope)
+    return np.broadcast_to(slope, ranks.shape).astype(dtype)
 
 
 def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
