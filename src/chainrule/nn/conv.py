@@ -518,7 +518,7 @@ def _max_unpool(input, indices, kernel_size, stride, padding, output_size, n, fn
     if iv.size and (iv.min() < 0 or iv.max() >= plane):
         raise RuntimeError(f"{fname}: Found an invalid max index: {int(iv.max())} (output "
                            f"volumes are of size {' x '.join(map(str, out_size))})")
-    zeros = _creation.zeros((b, c, plane), dtype=x.dtype)
+    zeros = _creation.zeros((b, c, plane), dtype=x.dtype, device=x.device)
     src = x.reshape(b, c, -1)
     out = _ops.scatter(zeros, 2, flat_idx, src.detach())
     # the gradient is PyTorch's: every input entry gets the output gradient at its index,

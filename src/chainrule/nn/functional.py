@@ -688,7 +688,8 @@ def pad(input, pad, mode="constant", value=None):
             for size in (left, right):
                 shape = list(out.shape)
                 shape[d] = size
-                parts.append(_creation.full(tuple(shape), fill, dtype=out.dtype))
+                parts.append(_creation.full(tuple(shape), fill, dtype=out.dtype,
+                                             device=out.device))
             out = _ops.cat([parts[0], out, parts[1]], d)
             continue
         if n + left + right < 0:
@@ -1095,7 +1096,8 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
     if isinstance(var, (int, float)):
         if var < 0:
             raise ValueError("gaussian_nll_loss: var has negative entry/entries")
-        var = _creation.full(si, float(var), dtype=_float_dtype_of(_t(input)))
+        var = _creation.full(si, float(var), dtype=_float_dtype_of(_t(input)),
+                              device=_t(input).device)
     else:
         var = _t(var)
         if (var._data < 0).any():
@@ -1728,8 +1730,9 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         for s, e in zip(starts, ends):
             sel = np.arange(s, e)[keep[s:e]]
             outs.append(rows[wrap(sel)].amax(0) if sel.size else
-                        _creation.zeros(d, dtype=weight.dtype))
-        return _ops.stack(outs) if outs else _creation.zeros((0, d), dtype=weight.dtype)
+                        _creation.zeros(d, dtype=weight.dtype, device=weight.device))
+        return _ops.stack(outs) if outs else _creation.zeros((0, d), dtype=weight.dtype,
+                                                              device=weight.device)
     # one (B, L) matrix that sums (or averages) each bag's rows
     M = np.zeros((bags, flat.size), dtype=np.dtype(weight.dtype))
     for b, (s, e) in enumerate(zip(starts, ends)):

@@ -70,12 +70,12 @@ def _check_input(name, x, ndims, input_size, weight):
                          f"the model (model.to({x.dtype}))")
 
 
-def _initial_state(name, hx, shapes, batched, dtype, batch_dim):
+def _initial_state(name, hx, shapes, batched, dtype, batch_dim, device=None):
     """The initial state as a list of tensors of the (batched) ``shapes``: zeros when
     ``hx`` is None, else ``hx`` (a tuple ``(h, c)`` when two shapes are given) checked
     against ``shapes`` (less ``batch_dim`` when not ``batched``)."""
     if hx is None:
-        return [_creation.zeros(*s, dtype=dtype) for s in shapes]
+        return [_creation.zeros(*s, dtype=dtype, device=device) for s in shapes]
     if len(shapes) == 1:
         hx = (hx,)
     elif not isinstance(hx, (tuple, list)) or len(hx) != 2:
@@ -126,7 +126,7 @@ class _RNNCellBase(Module):
         if not batched:
             x = _ops.unsqueeze(x, 0)
         shapes = [(x.shape[0], self.hidden_size)] * (2 if self.mode == "LSTM" else 1)
-        state = _initial_state(name, hx, shapes, batched, x.dtype, 0)
+        state = _initial_state(name, hx, shapes, batched, x.dtype, 0, x.device)
         state = _step(self.mode, F.linear(x, self.weight_ih, self.bias_ih), state,
                       self.weight_hh, self.bias_hh)
         if not batched:
@@ -374,7 +374,7 @@ class RNNBase(Module):
         if self.mode == "LSTM":
             shapes.append(lead + (self.hidden_size,))
         initial = [_ops.unbind(s, 0)
-                   for s in _initial_state(name, hx, shapes, batched, x.dtype, 1)]
+                   for s in _initial_state(name, hx, shapes, batched, x.dtype, 1, x.device)]
         final = []
         for layer in range(self.num_layers):
             if layer:

@@ -40,7 +40,8 @@ def _additive_mask(mask, name, dtype, fname):
         return None
     m = F._t(mask)
     if m.dtype == np.bool_:
-        return _creation.zeros(tuple(m.shape), dtype=dtype).masked_fill(m, float("-inf"))
+        return _creation.zeros(tuple(m.shape), dtype=dtype, device=m.device).masked_fill(
+            m, float("-inf"))
     if m.dtype.kind != "f":
         raise AssertionError(f"{fname}: only bool and floating types of {name} are supported, "
                              f"got {m.dtype}")
@@ -161,7 +162,7 @@ def _mha(query, key, value, embed_dim_to_check, num_heads, in_proj_weight, in_pr
     q = heads(q, None, "query")
     k, v = heads(k, static_k, "static_k"), heads(v, static_v, "static_v")
     if add_zero_attn:
-        zeros = _creation.zeros((n, num_heads, 1, head_dim), dtype=k.dtype)
+        zeros = _creation.zeros((n, num_heads, 1, head_dim), dtype=k.dtype, device=k.device)
         k, v = _ops.cat([k, zeros], dim=2), _ops.cat([v, zeros], dim=2)
         extra += 1
     src_len = k.shape[2] - extra  # the keys a key_padding_mask covers

@@ -759,7 +759,7 @@ def trapezoid(y, x=None, *, dx=None, dim=-1):
     if terms is None:
         shape = tuple(n for i, n in enumerate(y.shape) if i != d)
 
-        return zeros(shape, dtype=y.dtype)
+        return zeros(shape, dtype=y.dtype, device=y.device)
     return sum(terms, d)
 
 
@@ -775,7 +775,7 @@ def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
         raise TypeError("cumulative_trapezoid: pass either x or dx, not both")
     terms, d = _trapezoid_terms(y, x, dx, dim, "cumulative_trapezoid")
     if terms is None:  # no samples along dim: no running integral either (y's shape)
-        return zeros(tuple(y.shape), dtype=y.dtype)
+        return zeros(tuple(y.shape), dtype=y.dtype, device=y.device)
     return cumsum(terms, d)
 
 

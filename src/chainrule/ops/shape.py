@@ -231,7 +231,7 @@ def _split_back(F, g, needs, dim, sizes):
     out = []
     start = 0
     for need, n in zip(needs, sizes):
-        out.append(g[(slice(None),) * dim + (slice(start, start + n),)] if need else None)
+        out.append(g[(slice(None),) * dim + (slice(start, start + n), ...)] if need else None)
         start += n
     return out
 

@@ -223,7 +223,7 @@ def constant_pad_nd(input, pad, value=0):
         for width in (max(left, 0), max(right, 0)):
             shape = list(x.shape)
             shape[d] = width
-            parts.append(full(tuple(shape), value, dtype=x.dtype))
+            parts.append(full(tuple(shape), value, dtype=x.dtype, device=x.device))
         x = cat([parts[0], x, parts[1]], d)
     return x
 

@@ -169,12 +169,14 @@ def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_le
     for b in batch_sizes.tolist():
         piece = data[offset:offset + b]
         if b < batch:
-            fill = _creation.full((batch - b,) + rest, padding_value, dtype=data.dtype)
+            fill = _creation.full((batch - b,) + rest, padding_value, dtype=data.dtype,
+                                  device=data.device)
             piece = _ops.cat([piece, fill], 0)
         rows.append(piece)
         offset += b
     if total_length is not None and total_length > steps:
-        rows += [_creation.full((batch,) + rest, padding_value, dtype=data.dtype)] * (
+        rows += [_creation.full((batch,) + rest, padding_value, dtype=data.dtype,
+                                 device=data.device)] * (
             total_length - steps)
     padded = _ops.stack(rows, 0)
     lengths = (batch_sizes[None, :] > np.arange(batch)[:, None]).sum(1).astype(np.int64)
@@ -213,7 +215,7 @@ def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="
     for s in sequences:
         n = longest - s.shape[0]
         if n:
-            fill = _creation.full((n,) + rest, padding_value, dtype=s.dtype)
+            fill = _creation.full((n,) + rest, padding_value, dtype=s.dtype, device=s.device)
             s = _ops.cat([s, fill] if padding_side == "right" else [fill, s], 0)
         rows.append(s)
     return _ops.stack(rows, 0 if batch_first else 1)
