@@ -435,3 +435,18 @@ def test_gpu_cnn_lstm_and_embedding_match_cpu():
     _gpu()
     _cnn_and_lstm_against_cpu("cuda:0", embedding=True)
     assert cr.randn(3, device="cuda").is_cuda
+
+
+def test_gpu_cuda_queries():
+    cupy = _gpu()
+    assert cr.cuda.is_available() and cr.cuda.device_count() >= 1
+    assert cr.cuda.current_device() == 0 and isinstance(cr.cuda.get_device_name(0), str)
+    before = cr.cuda.memory_allocated()
+    x = cr.zeros(1 << 20, device="cuda")  # 8 MiB of float64 held by the tensor
+    assert cr.cuda.memory_allocated() >= before + (8 << 20)
+    del x
+    cr.cuda.synchronize()
+    assert cr.cuda.memory_allocated() <= before  # its block went back to CuPy's pool
+    cr.cuda.empty_cache()
+    # and the pool let the 8 MiB go (it keeps only blocks that share a chunk with live ones)
+    assert cupy.get_default_memory_pool().free_bytes() < (8 << 20)

@@ -292,3 +292,15 @@ def test_memory_formats_autocast_and_matmul_precision_are_accepted():
         tp = torch.tensor(p.detach().numpy(), requires_grad=True)
         assert not tp.t().clone().is_contiguous()
         assert tp.t().clone(memory_format=torch.contiguous_format).is_contiguous()
+
+
+def test_cuda_queries_without_a_gpu_answer_as_pytorch_without_cuda():
+    if cr.cuda.is_available():
+        pytest.skip("a GPU is present (tests/test_backends.py checks these there)")
+    assert cr.cuda.device_count() == 0 and cr.cuda.memory_allocated() == 0
+    cr.cuda.synchronize()  # nothing queued: returns at once
+    cr.cuda.empty_cache()
+    with pytest.raises(RuntimeError, match="not compiled with CUDA"):
+        cr.cuda.current_device()
+    with pytest.raises(RuntimeError, match="not compiled with CUDA"):
+        cr.cuda.get_device_name(0)

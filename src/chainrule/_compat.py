@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib
 import os
 import pickle
 import sys
@@ -292,6 +293,51 @@ def _cuda_count():
     return cupy.cuda.runtime.getDeviceCount()
 
 
+def _cupy_or_none():
+    return importlib.import_module("cupy") if _cuda_available() else None
+
+
+def _cuda_synchronize(device=None):
+    """Wait for the GPU's queued work (CuPy's current device, or ``device``); nothing to
+    wait for without one."""
+    cupy = _cupy_or_none()
+    if cupy is not None:
+        index = device.index if hasattr(device, "index") else device
+        cupy.cuda.Device(index if isinstance(index, int) else None).synchronize()
+
+
+def _cuda_current_device():
+    cupy = _cupy_or_none()
+    if cupy is None:
+        raise RuntimeError("Torch not compiled with CUDA enabled (chainrule: no CuPy or no "
+                           "GPU; pip install chainrule[gpu])")
+    return cupy.cuda.runtime.getDevice()
+
+
+def _cuda_device_name(device=None):
+    cupy = _cupy_or_none()
+    if cupy is None:
+        raise RuntimeError("Torch not compiled with CUDA enabled (chainrule: no CuPy or no "
+                           "GPU; pip install chainrule[gpu])")
+    index = device.index if hasattr(device, "index") else device
+    name = cupy.cuda.runtime.getDeviceProperties(
+        index if isinstance(index, int) else cupy.cuda.runtime.getDevice())["name"]
+    return name.decode() if isinstance(name, bytes) else name
+
+
+def _cuda_memory_allocated(device=None):
+    """Bytes held by tensors on the GPU: CuPy's memory pool's used bytes (0 without one)."""
+    cupy = _cupy_or_none()
+    return 0 if cupy is None else cupy.get_default_memory_pool().used_bytes()
+
+
+def _cuda_empty_cache():
+    """Free the cached, unused GPU blocks (CuPy's memory pool); nothing without a GPU."""
+    cupy = _cupy_or_none()
+    if cupy is not None:
+        cupy.get_default_memory_pool().free_all_blocks()
+
+
 autocast = _amp.autocast  # torch.autocast: dtypes are left as they are (chainrule.amp)
 
 _MATMUL_PRECISION = ["highest"]
@@ -314,11 +360,16 @@ def get_float32_matmul_precision():
 cuda = SimpleNamespace(
     is_available=_cuda_available, device_count=_cuda_count,
     manual_seed=lambda seed: None, manual_seed_all=lambda seed: None,
-    synchronize=lambda device=None: None, empty_cache=lambda: None,
+    synchronize=_cuda_synchronize, empty_cache=_cuda_empty_cache,
+    current_device=_cuda_current_device, get_device_name=_cuda_device_name,
+    memory_allocated=_cuda_memory_allocated,
     amp=SimpleNamespace(autocast=_amp.autocast, GradScaler=_amp.GradScaler),
 )
 cuda.__doc__ = ("``torch.cuda``'s queries: a CUDA device is available when CuPy is installed "
-                "and sees one (``device='cuda'`` tensors then live on CuPy).")
+                "and sees one (``device='cuda'`` tensors then live on CuPy); synchronize, "
+                "empty_cache and memory_allocated act on CuPy's device and memory pool. "
+                "manual_seed does nothing: chainrule's random numbers come from its one "
+                "generator (seeded by chainrule.manual_seed) and are moved to the GPU.")
 
 backends = SimpleNamespace(
     cudnn=SimpleNamespace(deterministic=False, benchmark=False, enabled=True,
