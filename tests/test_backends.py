@@ -280,6 +280,14 @@ def test_jacobians_of_tensors_on_another_device_are_vmap_of_vjp_and_jvp():
             np.testing.assert_allclose(on_host(H), hess, rtol=1e-12)
     np.testing.assert_allclose(on_host(func.hessian(lambda w: (Xd @ w).exp().sum())(wd)), hess,
                                rtol=1e-12)
+    # forward over reverse and reverse over forward (the double-backward trick's seeds and
+    # the zeros of unused tangents are made on the device too)
+    v = cr.tensor(xps.asarray(np.ones(3), device=dev))
+    (hv,) = func.hvp(lambda w: (Xd @ w).exp().sum(), (wd,), (v,))[1]
+    np.testing.assert_allclose(on_host(hv), hess @ np.ones(3), rtol=1e-12)
+    g = func.grad(lambda w: func.jvp(lambda u: (Xd @ u).exp().sum(), (w,), (v,))[1])(wd)
+    np.testing.assert_allclose(on_host(g), hess @ np.ones(3), rtol=1e-12)
+    assert func.jvp(lambda a, b: a * 2, (wd, wd), (v, v))[1].device == "array_api_strict.device1"
 
 
 def _gpu():
@@ -428,7 +436,13 @@ def test_cnn_and_lstm_on_a_device_that_refuses_host_copies():
     pytest.importorskip("array_api_strict")
     # (no embedding: array-api-strict's integer indexing is too narrow for its gather)
     _cnn_and_lstm_against_cpu("array_api_strict.device1", embedding=False)
-    assert cr.randn(3, device="array_api_strict.device1").device == "array_api_strict.device1"
+    dev = "array_api_strict.device1"
+    assert cr.randn(3, device=dev).device == dev
+    x = cr.zeros(2, 3, device=dev)
+    # the *_like constructors and new_tensor keep the input's device, as PyTorch's
+    for made in (cr.rand_like(x), cr.randn_like(x), cr.randint_like(x, 5), cr.zeros_like(x),
+                 cr.full_like(x, 2.0), x.new_tensor([1.0, 2.0]), x.new_zeros(4)):
+        assert made.device == dev
 
 
 def test_gpu_cnn_lstm_and_embedding_match_cpu():

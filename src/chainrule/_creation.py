@@ -499,7 +499,8 @@ def rand_like(input, dtype=None, device=None, requires_grad=False, generator=Non
               memory_format=preserve_format):
     """Uniform samples of ``input``'s shape and dtype."""
     check_memory_format(memory_format, "rand_like")
-    return rand(*input.shape, dtype=dtype or input.dtype, device=device,
+    return rand(*input.shape, dtype=dtype or input.dtype,
+                device=input.device if device is None else device,
                 requires_grad=requires_grad, generator=generator)
 
 
@@ -508,7 +509,8 @@ def randn_like(input, dtype=None, device=None, requires_grad=False, generator=No
               memory_format=preserve_format):
     """Standard normal samples of ``input``'s shape and dtype."""
     check_memory_format(memory_format, "randn_like")
-    return randn(*input.shape, dtype=dtype or input.dtype, device=device,
+    return randn(*input.shape, dtype=dtype or input.dtype,
+                 device=input.device if device is None else device,
                  requires_grad=requires_grad, generator=generator)
 
 
@@ -519,7 +521,7 @@ def randint_like(input, *args, low=None, high=None, dtype=None, device=None,
     ``randint_like(input, high)`` or ``randint_like(input, low, high)``."""
     low, high = _bounds("randint_like", args, low, high)
     return _integers("randint_like", low, high, input.shape, generator, dtype or input.dtype,
-                     device, requires_grad)
+                     input.device if device is None else device, requires_grad)
 
 
 # --- torch.Tensor(...) and the legacy typed constructors (torch.FloatTensor, ...) ----------

@@ -380,7 +380,7 @@ def _like_methods(T):
                                     device=self.device if device is None else device,
                                     requires_grad=requires_grad)
     T.new_tensor = lambda self, data, dtype=None, device=None, requires_grad=False: \
-        c.tensor(data, dtype=self.dtype if dtype is None else dtype,
+        c.tensor(data, dtype=numpy_dtype(self.dtype) if dtype is None else dtype,
                  device=self.device if device is None else device,
                  requires_grad=requires_grad)
 

@@ -47,6 +47,11 @@ __all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian"
            "functionalize", "debug_unwrap"]
 
 
+def _zeros_as(t):
+    """Zeros of ``t``'s shape and dtype on its device (a tensor without history)."""
+    return _creation.zeros(tuple(t.shape), dtype=t.dtype, device=t.device)
+
+
 def _as_tensor(x):
     if isinstance(x, Tensor):
         return x
@@ -239,7 +244,7 @@ def grad_and_value(func, argnums=0, has_aux=False):
             record = record or (not off and _outer((out,), inputs))
             grads = _autograd_grad(out, inputs, create_graph=record, allow_unused=True,
                                    materialize_grads=True) if out.requires_grad else \
-                [wrap(np.zeros_like(v._data)) for v in inputs]
+                [_zeros_as(v) for v in inputs]
             _finish(inputs)
         grads = [_result(g, record) for g in grads]
         per_arg, k = [], 0
@@ -313,7 +318,7 @@ def vjp(func, *primals, has_aux=False):
             raise ValueError(f"vjp_fn: got {len(cots)} cotangents for {len(outs)} outputs")
         pairs = [(o, c) for o, c in zip(outs, cots) if o.requires_grad]
         if not pairs:
-            grads = [wrap(np.zeros_like(v._data)) for v in inputs]
+            grads = [_zeros_as(v) for v in inputs]
         else:
             with _state.enable_grad():
                 grads = _autograd_grad([o for o, _ in pairs], inputs, [c for _, c in pairs],
@@ -376,7 +381,7 @@ def _jvp(func, primals, tangents, strict, has_aux):
                                        "of f does not depend on the primals")
         primal_out = tree_unflatten([_result(p, record) for p, _ in pairs], spec)
         tangent_out = tree_unflatten(
-            [wrap(np.zeros(p.shape, p.dtype)) if t is None else t for p, t in pairs], spec)
+            [_zeros_as(p) if t is None else t for p, t in pairs], spec)
     return (primal_out, tangent_out, aux) if has_aux else (primal_out, tangent_out)
 
 
@@ -406,7 +411,8 @@ def _jvp_by_reverse(func, primals, tangents, strict, has_aux):
         live = [o for o in outs if o.requires_grad]
         # g(u) is linear, so its derivative is J^T at any u: at u = 1 rather than 0, as a
         # rule that works in log space (logcumsumexp's, log |u|) is smooth there but not at 0
-        us = [wrap(np.ones(o.shape, o.dtype), requires_grad=True) for o in live]
+        us = [_creation.ones(tuple(o.shape), dtype=o.dtype, device=o.device, requires_grad=True)
+              for o in live]
         gs = _autograd_grad(live, inputs, us, create_graph=True, allow_unused=True) \
             if live else [None] * len(inputs)
         pairs = [(g, t) for g, t in zip(gs, ts) if g is not None and g.requires_grad]
@@ -421,7 +427,7 @@ def _jvp_by_reverse(func, primals, tangents, strict, has_aux):
             if strict:
                 raise RuntimeError(f"jvp(f, primals, tangents, strict=True): output {k} of "
                                    "f does not depend on the primals")
-            t = wrap(np.zeros(o.shape, o.dtype))
+            t = _zeros_as(o)
         tangent_out.append(t)
     result = (tree_unflatten(outs, spec), tree_unflatten(tangent_out, spec))
     return result + (aux,) if has_aux else result
@@ -619,7 +625,8 @@ def _stack_rows(rows, v):
     a block no row of which depends on the inputs has no graph either)."""
     from .ops import stack
 
-    return stack(rows) if rows else wrap(np.zeros((0,) + tuple(v.shape), v.dtype))
+    return stack(rows) if rows else _creation.zeros((0,) + tuple(v.shape), dtype=v.dtype,
+                                                    device=v.device)
 
 
 def _recorded_rows(outs, inputs, cots):
@@ -640,7 +647,7 @@ def _recorded_rows(outs, inputs, cots):
                                            create_graph=True, allow_unused=True,
                                            materialize_grads=True)
                 else:
-                    grads = [wrap(np.zeros(v.shape, v.dtype)) for v in inputs]
+                    grads = [_zeros_as(v) for v in inputs]
                 for acc, g in zip(rows, grads):
                     acc.append(g)
             start += size

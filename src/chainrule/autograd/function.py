@@ -25,7 +25,7 @@ from .._engine import Unbatchable
 from .._node import FREED, DelayedError, Node
 from .._state import STATE
 from .._tensor import Tensor, _fill, wrap
-from ..backend import dtype_kind
+from ..backend import backend_of, dtype_kind
 from . import anomaly
 
 
@@ -564,7 +564,7 @@ def _forward_mode(cls, ctx, args, result, single):
             continue
         recorded = bool(k) or (level in STATE.dual_recorded and forward_ad._records(args, level))
         if ctx.materialize_grads:  # a tensor input without a tangent gets zeros, as PyTorch
-            stored = [np.zeros(np.shape(a._data), a.dtype) if t is None and isinstance(a, Tensor)
+            stored = [_zeros_like_data(a._data) if t is None and isinstance(a, Tensor)
                       and dtype_kind(a.dtype) in "fc" else t for a, t in zip(args, stored)]
         out_t = _user_jvp(cls, ctx, stored, recorded, levels[:k])
         out_t = (out_t,) if single else tuple(out_t)
@@ -638,3 +638,8 @@ def once_differentiable(backward):
 
     wrapper._once_differentiable = True
     return wrapper
+
+
+def _zeros_like_data(d):
+    """Zeros of ``d``'s shape and dtype beside it (NumPy, or ``d``'s library and device)."""
+    return np.zeros_like(d) if d.__class__ is np.ndarray else backend_of(d).xp.zeros_like(d)
