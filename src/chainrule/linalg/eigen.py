@@ -52,16 +52,13 @@ def _eig_forward(xp, A):
     if dtype_kind(L.dtype) == "c" or dtype_kind(V.dtype) == "c":
         # NumPy returns real arrays exactly when every eigenvalue is real; a library that
         # always returns complex ones (CuPy's) is read as real when the imaginary parts are
-        # 0 (a wait for the device; a lazy library would have to compute, so it refuses)
+        # 0 (on a GPU, a wait for the device)
         imag = xp.abs(xp.imag(L))
-        lazy = xp._backend == "dask"
-        if lazy or bool(xp.any(imag > 0)) or bool(xp.any(xp.imag(V) != 0)):
-            largest = "" if lazy else f" (largest imaginary part {float(xp.max(imag)):.3g})"
+        if bool(xp.any(imag > 0)) or bool(xp.any(xp.imag(V) != 0)):
             raise ValueError(f"linalg.eig: A (shape {tuple(A.shape)}) has complex "
-                             f"eigenvalues{largest}, or its library gives complex results "
-                             "lazily; chainrule computes in real arithmetic and supports eig "
-                             "only for a real spectrum, not on Dask (use eigh for a "
-                             "symmetric A)")
+                             f"eigenvalues (largest imaginary part {float(xp.max(imag)):.3g})"
+                             "; chainrule computes in real arithmetic and supports eig only "
+                             "for a real spectrum (use eigh for a symmetric A)")
         L, V = xp.real(L), xp.real(V)
     return L, V
 

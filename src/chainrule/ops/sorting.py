@@ -26,7 +26,7 @@ from .._dispatch import apply, name_errors
 from .._state import STATE
 from .._table import defop, documented
 from .._tensor import Tensor
-from ..backend import NUMPY, backend_of, beside, dtype_kind, on_device_of, xp_kernel
+from ..backend import beside, dtype_kind, on_device_of, xp_kernel
 from ._dims import wrap_dim
 from .elementwise import keep
 from .scans import _data, _take_along
@@ -314,8 +314,6 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan, name):
     # The interpolation ranks are computed on the host (from the NaN count of each slice)
     # and the weights moved beside the input (take_along_dim takes host indices): an
     # explicit copy from a GPU, a compute on Dask (a library refusing host copies raises).
-    backend = backend_of(_data(input))
-    host = np.asarray if backend is NUMPY else backend.to_numpy
     qd = np.asarray(q._host() if isinstance(q, Tensor) else q, dtype=np.float64)
     if qd.ndim > 1:
         raise RuntimeError(f"{name}() q must be a scalar or 1D tensor")
@@ -333,7 +331,7 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan, name):
             x = reshape(x, (1,))
     sorted_x = movedim(sort(x, d).values, d, -1)  # NaN last
     n = sorted_x.shape[-1]
-    data = np.asarray(host(_data(sorted_x)))
+    data = sorted_x._host()
     nan = np.isnan(data)
     qs = qd.reshape(-1)
     lead = data.shape[:-1]
