@@ -24,7 +24,7 @@ from ._tensor import (
     preserve_format,
     wrap,
 )
-from .backend import backend_of, numpy_dtype
+from .backend import backend_of, native_dtype, numpy_dtype
 from .backend import device as _device
 
 __all__ = ["tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "eye",
@@ -182,10 +182,11 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
     if isinstance(data, Tensor):
         data = data._data
     if _foreign(data):  # a Dask, CuPy or Array API array: kept on its backend (no compute)
-        xp = backend_of(data).xp
-        data = data if dtype is None else xp.astype(data, dtype)
-        return _make(xp.asarray(data, copy=True) if not backend_of(data).lazy else data,
-                     requires_grad, device)
+        b = backend_of(data)
+        data = data if dtype is None else b.xp.astype(data, native_dtype(b, dtype))
+        t = wrap(b.xp.asarray(data, copy=True) if not b.lazy else data)
+        t = t if device is None else t.to(device)  # ("cpu" too: an explicit host copy)
+        return t.requires_grad_(True) if requires_grad else t
     array = np.array(data, dtype=dtype)
     if array.dtype.kind in "OUSV":
         _not_numeric(data, array, "tensor")
@@ -210,11 +211,12 @@ def as_tensor(data, dtype=None):
     """Share memory with ``data`` when it already is an ndarray of ``dtype``; a Tensor is
     returned as is (converted if ``dtype`` differs)."""
     if isinstance(data, Tensor):
-        if dtype is None or data.dtype == np.dtype(dtype):
+        if dtype is None or numpy_dtype(data.dtype) == numpy_dtype(dtype):
             return data
         return data.to(dtype)
     if _foreign(data):  # kept on its backend, shared (no conversion, no compute)
-        return wrap(data if dtype is None else backend_of(data).xp.astype(data, dtype))
+        b = backend_of(data)
+        return wrap(data if dtype is None else b.xp.astype(data, native_dtype(b, dtype)))
     array = np.asarray(data, dtype=dtype)
     if array.dtype.kind in "OUSV":
         _not_numeric(data, array, "as_tensor")
@@ -341,7 +343,7 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
     where a copy is needed. Python floats give the default float dtype."""
     dev = _check_device(device, "asarray")
     if isinstance(obj, Tensor):
-        t = obj if dtype is None or np.dtype(_np_dtype(dtype)) == np.dtype(obj.dtype) \
+        t = obj if dtype is None or _np_dtype(dtype) == numpy_dtype(obj.dtype) \
             else obj.to(dtype)
         if t is not obj and copy is False:
             raise ValueError("asarray: a copy is needed to change the dtype, but copy=False")
@@ -370,10 +372,13 @@ def _like(fn):
         _check_device(device, fn.__name__)
         check_memory_format(memory_format, fn.__name__)
         data = input._data if isinstance(input, Tensor) else input
-        if _foreign(data):  # on the input's backend (lazily for Dask)
-            return _make(getattr(backend_of(data).xp, fn.__name__)(data, dtype=dtype),
-                         requires_grad)
-        return _make(fn(np.asarray(data), dtype=dtype), requires_grad, device)
+        if _foreign(data) and (device is None or _device(device) == backend_of(data).device(data)):
+            b = backend_of(data)  # on the input's backend (lazily for Dask)
+            return _make(getattr(b.xp, fn.__name__)(
+                data, dtype=None if dtype is None else native_dtype(b, dtype)), requires_grad)
+        if _foreign(data):  # made on the host, then moved to ``device``
+            data = np.empty(tuple(data.shape), dtype=numpy_dtype(data.dtype))
+        return _make(fn(np.asarray(data), dtype=_np_dtype(dtype)), requires_grad, device)
 
     like.__name__ = fn.__name__
     like.__doc__ = f"``numpy.{fn.__name__}`` of ``input``'s shape and dtype."
@@ -392,10 +397,14 @@ def full_like(input, fill_value, dtype=None, requires_grad=False, *, device=None
     _check_device(device, "full_like")
     check_memory_format(memory_format, "full_like")
     data = input._data if isinstance(input, Tensor) else input
-    if _foreign(data):
-        return _make(backend_of(data).xp.full_like(data, fill_value, dtype=dtype),
-                     requires_grad)
-    return _make(np.full_like(np.asarray(data), fill_value, dtype=dtype), requires_grad)
+    if _foreign(data) and (device is None or _device(device) == backend_of(data).device(data)):
+        b = backend_of(data)
+        return _make(b.xp.full_like(data, fill_value, dtype=None if dtype is None else
+                                    native_dtype(b, dtype)), requires_grad)
+    if _foreign(data):  # made on the host, then moved to ``device``
+        data = np.empty(tuple(data.shape), dtype=numpy_dtype(data.dtype))
+    return _make(np.full_like(np.asarray(data), fill_value, dtype=_np_dtype(dtype)),
+                 requires_grad, device)
 
 
 def _generator(generator):
@@ -557,7 +566,7 @@ def legacy_new(args, dtype, name, typed):
                         f"({', '.join(type(a).__name__ for a in args)})")
     data = args[0]
     if isinstance(data, Tensor):
-        if typed and np.dtype(data.dtype) != dtype:
+        if typed and numpy_dtype(data.dtype) != dtype:
             raise TypeError(f"{name}(): expected a tensor of dtype {dtype}, got one of "
                             f"{data.dtype}")
         return data._data, data
@@ -565,7 +574,8 @@ def legacy_new(args, dtype, name, typed):
             data, (float, int, np.floating, np.integer, np.bool_, bool))):
         raise TypeError(f"{name}(): data must be a sequence (got {type(data).__name__})")
     if _foreign(data):
-        return backend_of(data).xp.astype(data, dtype), None
+        b = backend_of(data)
+        return b.xp.astype(data, native_dtype(b, dtype)), None
     return np.array(data).astype(dtype), None
 
 
@@ -582,7 +592,7 @@ def tensor_init(self, *args, dtype=None, requires_grad=False, device=None):
         dtype = args[0].dtype  # an alias keeps its dtype
     data, alias = legacy_new(args, get_default_dtype() if dtype is None else
                              _np_dtype(dtype), "Tensor", False)
-    if alias is not None and np.dtype(alias.dtype) != np.dtype(data.dtype):
+    if alias is not None and numpy_dtype(alias.dtype) != numpy_dtype(data.dtype):
         data, alias = alias.to(dtype)._data, None
     _fill(self, data, vc=alias._vc if alias is not None else None)
     if requires_grad:
@@ -604,7 +614,7 @@ class _LegacyType(type):
         return wrap(data)
 
     def __instancecheck__(cls, obj):
-        return isinstance(obj, Tensor) and np.dtype(obj.dtype) == np.dtype(cls.dtype)
+        return isinstance(obj, Tensor) and numpy_dtype(obj.dtype) == np.dtype(cls.dtype)
 
     def __repr__(cls):
         return f"<class 'chainrule.{cls.__name__}'>"

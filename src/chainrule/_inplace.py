@@ -25,7 +25,7 @@ from . import _dual, _state
 from ._dispatch import apply, refresh_view
 from ._state import STATE
 from ._tensor import Tensor, is_float_dtype, wrap
-from .backend import backend_of, numpy_dtype, on_device_of
+from .backend import backend_of, beside, numpy_dtype, on_device_of
 from .ops.indexing import INDEX_PUT
 from .ops.shape import RESHAPE
 
@@ -237,6 +237,8 @@ def _write(t, result, name):
         return
     if not isinstance(dest, np.ndarray):
         t._data = dest = np.array(dest)
+    if hasattr(data, "shape") and not isinstance(data, (np.ndarray, np.generic)):
+        data = backend_of(data).to_numpy(data)  # copy_ from a GPU (or Dask): a host copy
     if dest.flags.writeable:
         np.copyto(dest, data, casting="unsafe")
         return
@@ -258,6 +260,8 @@ def _write_foreign(t, dest, data):
     xp = b.xp
     if not hasattr(data, "shape"):
         data = xp.asarray(data, dtype=dest.dtype, **on_device_of(dest))
+    elif data.__class__ is np.ndarray:  # made on the host (a random draw): copied there
+        data = beside(data, dest)
     data = xp.astype(xp.broadcast_to(data, dest.shape), dest.dtype)
     if b.lazy:
         t._data = data

@@ -9,7 +9,7 @@ from . import _tensor as _tensor_mod
 from ._dispatch import refresh_view
 from ._node import _Handle
 from ._tensor import Tensor, wrap
-from .backend import backend_of, dtype_kind, host_to, numpy_dtype
+from .backend import backend_of, beside, dtype_kind, host_to, numpy_dtype, on_device_of
 from .backend import device as _device
 from .ops.elementwise import ADD, DIV, MUL, POW, RECIPROCAL, SUB, _copy_layout
 from .ops.searching import _torch_name
@@ -212,6 +212,8 @@ def _fill_with(name):
             _inplace.check(self, name)
             if isinstance(self._data, np.ndarray) and self._data.flags.writeable:
                 src = _data(value)
+                if hasattr(src, "shape") and not isinstance(src, (np.ndarray, np.generic)):
+                    src = backend_of(src).to_numpy(src)  # from a GPU (or Dask): a host copy
                 try:
                     np.copyto(self._data, src, casting="unsafe")
                 except ValueError as e:
@@ -442,7 +444,8 @@ def _resize(self, *sizes):
     if n <= flat.shape[0]:
         new = xp.reshape(flat[:n], shape)
     else:
-        new = xp.concat([flat, xp.zeros((n - flat.shape[0],), dtype=d.dtype)])
+        new = xp.concat([flat, xp.zeros((n - flat.shape[0],), dtype=d.dtype,
+                                         **on_device_of(d))])
         new = xp.reshape(new, shape)
     self._data = xp.asarray(new, copy=True) if xp is not np else np.array(new)
     self._vc[0] += 1
@@ -461,7 +464,7 @@ def _fill_diagonal(self, fill_value, wrap=False):
         raise RuntimeError("all dimensions of input must be of equal length")
     mask = np.zeros(tuple(self.shape), dtype=bool)
     np.fill_diagonal(mask, True, wrap=wrap)
-    return self.masked_fill_(wrap_tensor(mask), fill_value)
+    return self.masked_fill_(wrap_tensor(beside(mask, self._data)), fill_value)
 
 
 wrap_tensor = wrap
@@ -471,7 +474,7 @@ def _contains(self, element):
     """``element in t``: whether any entry equals ``element`` (a number, or a tensor
     broadcast against ``t``), as PyTorch's ``(t == element).any()``."""
     if isinstance(element, (Tensor, int, float, np.number, np.bool_)):
-        return bool(ops.eq(self, element)._data.any())
+        return bool(ops.searching.reduce_any(ops.eq(self, element)))  # (a host copy of one bool)
     raise RuntimeError(f"Tensor.__contains__ only supports Tensor or scalar, but you passed "
                        f"in a {type(element)}.")
 
@@ -545,7 +548,6 @@ def install():
     T.bitwise_not_ = lambda self: _fill_with("bitwise_not_")(self, ops.bitwise_not(self))
     for name, draw in _RANDOM_FILLS.items():
         setattr(T, name, _random_fill(name, draw))
-    T.cpu = lambda self: self  # chainrule computes on the CPU
     T.T = property(lambda self: ops.permute(self, tuple(range(self.ndim))[::-1]))
     T.mT = property(lambda self: ops.transpose(self, -2, -1))
     T.mH = T.mT  # real tensors: the conjugate transpose is the transpose

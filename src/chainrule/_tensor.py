@@ -64,6 +64,15 @@ def wrap(data, requires_grad=False):
     return _fill(object.__new__(Tensor), data, requires_grad=requires_grad)
 
 
+def _copy_data(d):
+    """An independent copy of a tensor's data on its own device (a lazy Dask array, which
+    nothing writes into, is shared)."""
+    if d.__class__ is np.ndarray or isinstance(d, np.generic):
+        return np.array(d, copy=True)
+    b = backend_of(d)
+    return d if b.lazy else b.xp.asarray(d, copy=True)
+
+
 def _rebuild(data, requires_grad):
     """Unpickle a Tensor (see ``Tensor.__reduce_ex__``): a leaf."""
     return wrap(data, requires_grad=requires_grad)
@@ -372,15 +381,16 @@ class Tensor:
                 f"{self._grad_fn.name()}.")
         if id(self) in memo:
             return memo[id(self)]
-        t = wrap(np.array(self._data, copy=True), requires_grad=self._requires_grad)
+        t = wrap(_copy_data(self._data), requires_grad=self._requires_grad)
         memo[id(self)] = t
         if self._grad is not None:
             t._grad = self._grad.__deepcopy__(memo)
         return t
 
     def __reduce_ex__(self, protocol):
-        # Data, dtype and requires_grad; never the graph, hooks or .grad (as PyTorch).
-        return (_rebuild, (np.array(self._data), bool(self._requires_grad)))
+        # Data, dtype and requires_grad; never the graph, hooks or .grad (as PyTorch). The
+        # data as a host array (copied from a GPU): chainrule.load gives CPU tensors.
+        return (_rebuild, (np.array(self._host()), bool(self._requires_grad)))
 
     def _extra_set(self, key, value):
         if self._extra is None:
@@ -437,7 +447,7 @@ class Tensor:
         return bool(self.item())
 
     def __index__(self):
-        if self._data.dtype.kind not in "iub" or self._data.size != 1:
+        if dtype_kind(self._data.dtype) not in "iub" or self._data.size != 1:
             raise TypeError("only integer tensors of a single element can be used as an index")
         return int(self.item())
 

@@ -278,7 +278,9 @@ def _index_put(xp):
                     f"index_put: adding at integer-array or mask indices needs a scatter-add, "
                     f"which the {xp._backend} backend does not provide")
             values = out[indices] + values
-        out[indices] = values
+        # (one index alone, not in a tuple: array-api-strict converts the arrays of a tuple
+        # key with NumPy, which its other devices refuse)
+        out[indices[0] if len(indices) == 1 else indices] = values
         return out
 
     return index_put

@@ -22,6 +22,7 @@ from . import _creation
 from . import ops as _ops
 from ._dispatch import name_errors
 from ._tensor import Tensor, wrap
+from .backend import numpy_dtype
 
 __all__ = ["sum", "mean", "amax", "amin", "prod", "cumsum", "cumprod", "softmax",
            "log_softmax", "softmin", "logsumexp", "logaddexp", "norm", "normalize", "var",
@@ -37,7 +38,7 @@ def _mask(input, mask, name="mask"):
     if mask is None:
         return None
     m = mask if isinstance(mask, Tensor) else wrap(np.asarray(mask))
-    if np.dtype(m.dtype) != np.bool_:
+    if numpy_dtype(m.dtype) != np.bool_:
         raise TypeError(f"{name} must be a bool tensor, got dtype {m.dtype}")
     return _ops.broadcast_to(m, tuple(input.shape)) if tuple(m.shape) != tuple(input.shape) \
         else m

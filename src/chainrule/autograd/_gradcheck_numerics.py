@@ -12,6 +12,7 @@ import numpy as np
 
 from .. import _state
 from .._tensor import Tensor, wrap
+from ..backend import beside, dtype_kind, numpy_dtype
 
 STRUCTURES = ("symmetric", "spd", "lower", "upper", "diagonal", "orthogonal")
 
@@ -54,7 +55,7 @@ class _Directions:
 
     def __init__(self, x, structure=None, index=0, eps=1e-6):
         self.structure, self.index, self.eps = structure, index, eps
-        self.base = np.array(x._data, dtype=x.dtype)
+        self.base = np.array(x._host(), dtype=numpy_dtype(x.dtype))  # (a host copy)
         self.shape, self.dtype = self.base.shape, self.base.dtype
         self.labels = self.basis = None
         self.size = self.base.size
@@ -232,9 +233,14 @@ class _Progress:
 
 def _evaluate(fn, inputs, i, point):
     args = list(inputs)
-    args[i] = wrap(point)
-    return [np.asarray(o._data, dtype=np.float64).reshape(-1) if isinstance(o, Tensor) else None
+    args[i] = wrap(beside(point, inputs[i]._data))  # perturbed on the host, evaluated beside
+    return [_host64(o).reshape(-1) if isinstance(o, Tensor) else None
             for o in _outputs(fn, args)]
+
+
+def _host64(t):
+    """A tensor's values as a float64 NumPy array (an explicit copy off a device)."""
+    return np.asarray(t._host(), dtype=np.float64)
 
 
 def _numerical(fn, inputs, i, dirs, eps, progress=None):
@@ -304,22 +310,24 @@ def analytic_jacobian(outputs, inputs, diff_inputs):
             continue
         rows = {i: np.zeros((y._data.size, inputs[i]._data.size)) for i in diff_inputs}
         for r in range(y._data.size):
-            seed = np.zeros(y._data.size, dtype=y.dtype)
+            seed = np.zeros(y._data.size, dtype=numpy_dtype(y.dtype))
             seed[r] = 1
-            grads = grad(y, [inputs[i] for i in diff_inputs], seed.reshape(y.shape),
+            grads = grad(y, [inputs[i] for i in diff_inputs],
+                         wrap(beside(seed.reshape(y.shape), y._data)),
                          retain_graph=True, allow_unused=True)
             for i, g in zip(diff_inputs, grads):
                 if g is not None:
-                    rows[i][r] = np.asarray(g._data, dtype=np.float64).reshape(-1)
+                    rows[i][r] = _host64(g).reshape(-1)
         for i in diff_inputs:
             result[(j, i)] = rows[i]
     return result
 
 
 def _as_float64(x):
-    if not isinstance(x, Tensor) or x.dtype.kind != "f" or x.dtype == np.float64:
+    if not isinstance(x, Tensor) or dtype_kind(x.dtype) != "f" \
+            or numpy_dtype(x.dtype) == np.float64:
         return x
-    return wrap(np.asarray(x._data, dtype=np.float64), requires_grad=x._requires_grad)
+    return wrap(beside(_host64(x), x._data), requires_grad=x._requires_grad)
 
 
 def forward_jacobian(fn, inputs, diff_inputs):
@@ -339,18 +347,19 @@ def forward_jacobian(fn, inputs, diff_inputs):
         x = inputs[i]
         n = x._data.size
         for k in range(n):
-            seed = np.zeros(n, dtype=x.dtype)
+            seed = np.zeros(n, dtype=numpy_dtype(x.dtype))
             seed[k] = 1
             with fwAD.dual_level():
                 args = list(inputs)
-                args[i] = fwAD.make_dual(x.detach(), wrap(seed.reshape(x.shape)))
+                args[i] = fwAD.make_dual(x.detach(), wrap(beside(seed.reshape(x.shape),
+                                                                 x._data)))
                 outs = fn(*args)
                 outs = outs if isinstance(outs, tuple) else (outs,)
                 for j, y in enumerate(outs):
-                    if not isinstance(y, Tensor) or y.dtype.kind != "f":
+                    if not isinstance(y, Tensor) or dtype_kind(y.dtype) != "f":
                         continue
                     col = result.setdefault((j, i), np.zeros((y._data.size, n)))
                     t = fwAD.unpack_dual(y).tangent
                     if t is not None:
-                        col[:, k] = np.asarray(t._data, dtype=np.float64).reshape(-1)
+                        col[:, k] = _host64(t).reshape(-1)
     return result

@@ -150,8 +150,15 @@ def make_dual(tensor, tangent, *, level=None):
         set_tangent(dual, tangent, level)
     elif data.__class__ is np.ndarray:
         set_tangent(dual, np.array(t, dtype=tensor.dtype), level)
-    else:  # on the primal's backend (a tangent of another backend raises there)
-        set_tangent(dual, backend_of(data).xp.astype(t, data.dtype, copy=True), level)
+    else:  # on the primal's backend and device
+        b = backend_of(data)
+        if b.lazy and t.__class__ is np.ndarray:  # a NumPy tangent joins Dask lazily
+            t = b.xp.asarray(t)
+        if backend_of(t) is not b or b.device(t) != b.device(data):
+            raise RuntimeError(f"make_dual: expected the tangent on the primal's device "
+                               f"({b.device(data)}), got one on {backend_of(t).device(t)}; "
+                               "move it with .to(primal.device)")
+        set_tangent(dual, b.xp.astype(t, data.dtype, copy=True), level)
     if STATE.enabled and (tensor.requires_grad or (isinstance(tangent, Tensor)
                                                    and tangent.requires_grad)):
         STATE.dual_recorded = STATE.dual_recorded | {level}

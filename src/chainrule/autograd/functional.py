@@ -22,6 +22,17 @@ def _inputs(inputs):
     return (inputs,), True
 
 
+def _default_v(xs, v, single, name):
+    """``v``, or ones beside a single one-element input (PyTorch's default for jvp, hvp,
+    vhp); RuntimeError otherwise (None would reach the transforms as a NaN tangent)."""
+    if v is not None:
+        return v
+    if len(xs) != 1 or not isinstance(xs[0], Tensor) or xs[0].numel() != 1:
+        raise RuntimeError(f"{name}: the vector v can only be None if the input to the user-"
+                           "provided function is a single Tensor with a single element")
+    return ones_like(xs[0]) if single else (ones_like(xs[0]),)
+
+
 def _single(values, single):
     return values[0] if single else values
 
@@ -219,6 +230,7 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
     """``(func(inputs), J v)`` by forward mode."""
     xs, single = _inputs(inputs)
     _check_strict(func, xs, strict)
+    v = _default_v(xs, v, single, "jvp")
     vs = (v,) if single else tuple(v)
     return _results(_func.jvp(func, _graph_inputs(xs, create_graph), vs), create_graph)
 
@@ -227,6 +239,7 @@ def hvp(func, inputs, v=None, create_graph=False, strict=False):
     """``(func(inputs), H v)`` for a scalar ``func`` (forward-over-reverse)."""
     xs, single = _inputs(inputs)
     _check_strict(func, xs, strict)
+    v = _default_v(xs, v, single, "hvp")
     vs = (v,) if single else tuple(v)
     xs = _graph_inputs(xs, create_graph)
     value = func(*xs)

@@ -25,6 +25,7 @@ import numpy as np
 
 from .. import _dual, _state
 from .._tensor import Tensor, wrap
+from ..backend import beside, numpy_dtype
 from . import _gradcheck_more as _more
 from . import diagnose as _diag
 from ._gradcheck_numerics import (
@@ -133,7 +134,8 @@ def _fast(fn, inputs, diff, dirs, eps, atol, rtol):
     norm = np.sqrt(sum(float(np.sum(u * u)) for u in us)) or 1.0
     us = [u / norm for u in us]
     grads = grad([y for _, y in outs], [inputs[i] for i in diff],
-                 [wrap(np.asarray(u, dtype=y.dtype)) for u, (_, y) in zip(us, outs)],
+                 [wrap(beside(np.asarray(u, dtype=numpy_dtype(y.dtype)), y._data))
+                  for u, (_, y) in zip(us, outs)],
                  retain_graph=False, allow_unused=True)
     u1 = sum(float(np.abs(u).sum()) for u in us)
     results = []
@@ -142,7 +144,7 @@ def _fast(fn, inputs, diff, dirs, eps, atol, rtol):
             c = rng.standard_normal(dirs[i].size)
             c /= np.linalg.norm(c) or 1.0
             a = 0.0 if g is None else float(
-                np.asarray(g._data, dtype=np.float64).reshape(-1) @ dirs[i].vector(c))
+                np.asarray(g._host(), dtype=np.float64).reshape(-1) @ dirs[i].vector(c))
             plus, minus, denom = dirs[i].along(c, eps)
             vp, vm = _evaluate(fn, inputs, i, plus), _evaluate(fn, inputs, i, minus)
             n = sum(float(u.reshape(-1) @ (vp[j] - vm[j])) for u, (j, _) in zip(us, outs)) / denom
@@ -153,7 +155,8 @@ def _fast(fn, inputs, diff, dirs, eps, atol, rtol):
 
 def _precision(fn, inputs, diff, dirs, structure, failing, seconds, eps, atol, rtol):
     """Re-check in float64 (float32 inputs) and at the steps of EPS_SWEEP."""
-    low = [inputs[i].dtype for i in diff if inputs[i].dtype != np.float64]
+    low = [numpy_dtype(inputs[i].dtype) for i in diff
+           if numpy_dtype(inputs[i].dtype) != np.float64]
     fail_inputs = sorted({p.input_index for p in failing})
     frac = sum(dirs[i].size for i in fail_inputs) / max(1, sum(dirs[i].size for i in diff))
     cost = seconds * (frac * (len(EPS_SWEEP) - 1) + (1 if low else 0))
@@ -192,7 +195,7 @@ def _diagnose(report, fn, inputs, diff, dirs, structure, seconds):
                     if p.labels is None and p.mode == m} for m in ("backward", "forward")}
     numerical = {m: {(p.output_index, p.input_index): p.numerical for p in pairs
                      if p.labels is None and p.mode == m} for m in ("backward", "forward")}
-    values = {i: np.asarray(inputs[i]._data, dtype=np.float64) for i in diff
+    values = {i: np.asarray(inputs[i]._host(), dtype=np.float64) for i in diff
               if inputs[i].ndim == 2}
     swaps = set()
     for p in report.failing:
@@ -314,7 +317,7 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
     modes = tuple(m for m, on in (("backward", check_backward_ad),
                                   ("forward", check_forward_ad)) if on)
     for i in diff:
-        if inputs[i].dtype != np.float64:
+        if numpy_dtype(inputs[i].dtype) != np.float64:
             warnings.warn(
                 f"gradcheck: input {i} has dtype {inputs[i].dtype}; finite differences need "
                 "float64 to be accurate (use x.double())", stacklevel=2)
@@ -439,8 +442,11 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
     outputs = [o for o in _outputs(fn, inputs) if isinstance(o, Tensor) and o._requires_grad]
     if grad_outputs is None:
         rng = np.random.default_rng(0)
-        grad_outputs = [wrap(rng.standard_normal(o.shape).astype(o.dtype)) for o in outputs]
-    cotangents = [wrap(np.array(u._data if isinstance(u, Tensor) else u, dtype=np.float64))
+        grad_outputs = [wrap(beside(rng.standard_normal(o.shape).astype(numpy_dtype(o.dtype)),
+                                    o._data)) for o in outputs]
+    # float64 copies of the cotangents, on the device they were given on
+    cotangents = [wrap(beside(np.array(u._host(), dtype=np.float64), u._data))
+                  if isinstance(u, Tensor) else wrap(np.array(u, dtype=np.float64))
                   for u in _tuple(grad_outputs)]
     for u in cotangents:
         u.requires_grad_(True)

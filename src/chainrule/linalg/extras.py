@@ -15,6 +15,7 @@ import numpy as np
 
 from .._dispatch import ShapeError
 from .._tensor import Tensor, wrap
+from ..backend import backend_of, beside, dtype_kind, numpy_dtype
 from ..ops import where
 from ._common import _is_vector_rhs
 
@@ -66,8 +67,10 @@ def _sytrf(A, name):
         ldu, ipiv, inf = lapack.dsytrf(m, lower=1)
         LD[b], piv[b], info[b] = np.tril(ldu), ipiv, inf
     batch = a.shape[:-2]
-    return (wrap(LD.reshape(a.shape).astype(dtype)), wrap(piv.reshape(batch + a.shape[-1:])),
-            wrap(info.reshape(batch)))
+    d = A._data  # computed on the host (LAPACK), returned beside A
+    return (wrap(beside(LD.reshape(a.shape).astype(dtype), d)),
+            wrap(beside(piv.reshape(batch + a.shape[-1:]), d)),
+            wrap(beside(info.reshape(batch), d)))
 
 
 def ldl_factor(A, *, hermitian=False):
@@ -102,12 +105,12 @@ def ldl_solve(LD, pivots, B, *, hermitian=False):
     batch = np.broadcast_shapes(ld.shape[:-2], b.shape[:-2])
     count = math.prod(batch)
     if count == 0 or b.size == 0:  # an empty batch, 0x0 matrices or no right-hand sides
-        return wrap(np.zeros(batch + b.shape[-2:], dtype=dtype))
+        return wrap(beside(np.zeros(batch + b.shape[-2:], dtype=dtype), B._data))
     ld = np.broadcast_to(ld, batch + ld.shape[-2:]).reshape((count,) + ld.shape[-2:])
     piv = np.broadcast_to(piv, batch + piv.shape[-1:]).reshape((count, piv.shape[-1]))
     bb = np.broadcast_to(b, batch + b.shape[-2:]).reshape((count,) + b.shape[-2:])
     out = np.stack([lapack.dsytrs(m, p, r, lower=1)[0] for m, p, r in zip(ld, piv, bb)])
-    return wrap(out.reshape(batch + b.shape[-2:]).astype(dtype))
+    return wrap(beside(out.reshape(batch + b.shape[-2:]).astype(dtype), B._data))
 
 
 def matmul(input, other):
@@ -126,8 +129,8 @@ def vecdot(x, y, *, dim=-1):
     if x.shape[dim] != y.shape[dim]:
         raise ShapeError(f"linalg.vecdot: x and y must have the same size along dim {dim}, "
                          f"got shapes {tuple(x.shape)} and {tuple(y.shape)}")
-    if np.iscomplexobj(x._data):  # complex: the Hermitian inner product, as torch
-        x = wrap(np.conj(x._data))  # complex tensors carry no gradient here
+    if dtype_kind(x.dtype) == "c":  # complex: the Hermitian inner product, as torch
+        x = wrap(backend_of(x._data).xp.conj(x._data))  # (no gradient for complex here)
     return _sum(x * y, dim)
 
 
@@ -175,7 +178,8 @@ def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, tol=None):
     atol = 0.0 if atol is None else np.asarray(_num(atol))
     smax = s.max(-1, initial=0.0)
     tolerance = np.maximum(atol, np.asarray(_num(rtol)) * smax)
-    return wrap(np.sum(s > np.expand_dims(tolerance, -1), axis=-1).astype(np.int64))
+    rank = np.sum(s > np.expand_dims(tolerance, -1), axis=-1).astype(np.int64)
+    return wrap(beside(rank, A._data))  # counted on the host, returned beside A
 
 
 def _num(x):
@@ -194,16 +198,27 @@ def solve_ex(A, B, *, left=True, check_errors=False):
     from .solves import solve
 
     A = _t(A)
-    info = _lapack_info(A._data, "inv") if A._data.__class__ is np.ndarray \
-        else np.zeros(tuple(A.shape[:-2]), dtype=np.int32)
+    info = _host_info(A, "inv")
+    d = A._data
     if check_errors or not info.any():
-        return SolveExResult(solve(A, B, left=left), wrap(info))
-    bad = wrap((info > 0)[..., None, None])
-    eye = wrap(np.broadcast_to(np.eye(A.shape[-1], dtype=A.dtype), tuple(A.shape)).copy())
+        return SolveExResult(solve(A, B, left=left), wrap(beside(info, d)))
+    bad = wrap(beside((info > 0)[..., None, None], d))
+    eye = wrap(beside(np.broadcast_to(np.eye(A.shape[-1], dtype=numpy_dtype(A.dtype)),
+                                      tuple(A.shape)).copy(), d))
     out = solve(where(bad, eye, A), B, left=left)  # a solvable stand-in where A is singular
     vector = left and _is_vector_rhs(tuple(A.shape), tuple(_t(B).shape))
     mask = (info > 0)[..., None] if vector else (info > 0)[..., None, None]
-    return SolveExResult(where(wrap(mask), math.nan, out), wrap(info))
+    return SolveExResult(where(wrap(beside(mask, d)), math.nan, out), wrap(beside(info, d)))
+
+
+def _host_info(A, kind):
+    """LAPACK's ``info`` of ``A`` (see :func:`_lapack_info`), found on the host: a device's
+    (a GPU's) matrices by an explicit copy; zeros on a lazy backend (Dask), which would
+    have to compute."""
+    d = A._data
+    if d.__class__ is not np.ndarray and backend_of(d).lazy:
+        return np.zeros(tuple(A.shape[:-2]), dtype=np.int32)
+    return _lapack_info(A.detach()._host(), kind)
 
 
 def _lapack_info(data, kind):
@@ -239,14 +254,15 @@ def _ex(fn, A, kind, check_errors, result):
     fails (``info > 0``) its result is NaN rather than an error, unless
     ``check_errors``."""
     A = _t(A)
-    info = _lapack_info(A._data, kind) if A._data.__class__ is np.ndarray \
-        else np.zeros(tuple(A.shape[:-2]), dtype=np.int32)
+    info = _host_info(A, kind)
+    d = A._data
     if check_errors or not info.any():
-        return result(fn(A), wrap(info))
-    bad = wrap((info > 0)[..., None, None])
-    eye = wrap(np.broadcast_to(np.eye(A.shape[-1], dtype=A.dtype), tuple(A.shape)).copy())
+        return result(fn(A), wrap(beside(info, d)))
+    bad = wrap(beside((info > 0)[..., None, None], d))
+    eye = wrap(beside(np.broadcast_to(np.eye(A.shape[-1], dtype=numpy_dtype(A.dtype)),
+                                      tuple(A.shape)).copy(), d))
     out = fn(where(bad, eye, A))  # a factorable stand-in where A fails
-    return result(where(bad, math.nan, out), wrap(info))
+    return result(where(bad, math.nan, out), wrap(beside(info, d)))
 
 
 def inv_ex(A, *, check_errors=False):
@@ -284,15 +300,16 @@ def householder_product(A, tau):
     if not (k <= n <= m):
         raise ShapeError(f"linalg.householder_product: need tau.shape[-1] <= A.shape[-1] <= "
                          f"A.shape[-2], got A {tuple(A.shape)} and tau {tuple(tau.shape)}")
-    V = tril(A, -1) + eye(m, n, dtype=A.dtype)  # unit lower trapezoidal reflectors
-    Q = cat([eye(n, dtype=A.dtype), zeros(m - n, n, dtype=A.dtype)], -2) if m > n \
-        else eye(m, n, dtype=A.dtype)
+    dev = A.device
+    V = tril(A, -1) + eye(m, n, dtype=A.dtype, device=dev)  # unit lower trapezoidal reflectors
+    Q = cat([eye(n, dtype=A.dtype, device=dev), zeros(m - n, n, dtype=A.dtype, device=dev)],
+            -2) if m > n else eye(m, n, dtype=A.dtype, device=dev)
     for i in reversed(range(k)):  # Q <- H_i Q, from the last reflector to the first
         v = V[..., :, i:i + 1]
         t = unsqueeze(unsqueeze(tau[..., i], -1), -1)
         Q = Q - t * matmul(v, matmul(v.mT, Q))
     if k == 0:  # no reflectors: the identity columns, batched, with a zero gradient in A
-        Q = Q + 0.0 * V + zeros(*tau.shape[:-1], 1, 1, dtype=A.dtype)
+        Q = Q + 0.0 * V + zeros(*tau.shape[:-1], 1, 1, dtype=A.dtype, device=dev)
     return Q
 
 

@@ -200,14 +200,17 @@ def lu_factor(A, *, pivot=True, _check=True):
     from .._creation import zeros
     from ..ops import cat, tril, triu
 
-    batch = tuple(A.shape[:-2])
+    batch, dev = tuple(A.shape[:-2]), U.device
     if m > n:
-        packed = tril(L, -1) + cat([triu(U), zeros(*batch, m - n, n, dtype=U.dtype)], -2)
+        packed = tril(L, -1) + cat([triu(U), zeros(*batch, m - n, n, dtype=U.dtype,
+                                                   device=dev)], -2)
     elif m < n:
-        packed = cat([tril(L, -1), zeros(*batch, m, n - m, dtype=L.dtype)], -1) + triu(U)
+        packed = cat([tril(L, -1), zeros(*batch, m, n - m, dtype=L.dtype, device=dev)],
+                     -1) + triu(U)
     else:
         packed = tril(L, -1) + triu(U)
-    pivots = wrap(_pivots_of(P.detach().numpy())[..., :k])
+    # found on the host from P, returned beside it
+    pivots = wrap(beside(_pivots_of(P.detach().numpy())[..., :k], P._data))
     if _check:
         _raise_on_zero_pivot("torch.linalg.lu_factor", _lu_info(U))
     return LUFactorResult(packed, pivots)
@@ -243,7 +246,7 @@ def lu_factor_ex(A, *, pivot=True, check_errors=False):
     info = _lu_info(LU_)  # the diagonal of the packed LU is U's
     if check_errors:
         _raise_on_zero_pivot("torch.linalg.lu_factor_ex", info)
-    return LUFactorExResult(LU_, piv, wrap(info))
+    return LUFactorExResult(LU_, piv, wrap(beside(info, LU_._data)))
 
 
 def _permutation(pivots, m, dtype):

@@ -133,14 +133,14 @@ def cond(A, p=None):
         from .decomp import svdvals
 
         if A.shape[-1] == 0 or A.shape[-2] == 0:  # no singular values: 0, as torch
-            return zeros(*A.shape[:-2], dtype=A.dtype)
+            return zeros(*A.shape[:-2], dtype=A.dtype, device=A.device)
         s = svdvals(A)
         big, small = s.amax(-1), s.amin(-1)
         return big / small if p in (None, 2) else small / big
     from ..ops import where
 
     if A.shape[-1] == 0 and A.shape[-2] == 0:  # 0x0 matrices: 0, as torch
-        return zeros(*A.shape[:-2], dtype=A.dtype)
+        return zeros(*A.shape[:-2], dtype=A.dtype, device=A.device)
     inverse, info = inv_ex(A)
     # a singular matrix (an exactly zero pivot): inf, as torch, rather than an error; its
     # NaN inverse is replaced by 0 first (an SVD of NaN fails), so its gradient is 0

@@ -13,6 +13,7 @@ import numpy as np
 
 from .._creation import zeros
 from .._tensor import Tensor
+from ..backend import numpy_dtype
 from ..ops import diagonal_scatter, movedim
 from ..ops.torch_more import _t
 from . import decomp, pseudoinverse, solves
@@ -64,7 +65,8 @@ def cholesky_inverse(L, upper=False):
 
     L = _t(L)
     n = L.shape[-1]
-    return solves.cholesky_solve(eye(n, dtype=L.dtype).expand(*L.shape), L, upper=upper)
+    return solves.cholesky_solve(eye(n, dtype=L.dtype, device=L.device).expand(*L.shape), L,
+                                 upper=upper)
 
 
 def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False):
@@ -245,7 +247,7 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1):
     n = x.shape[-1]
     m = n + abs(offset)
     batch = tuple(x.shape[:-1])
-    D = diagonal_scatter(zeros(*batch, m, m, dtype=x.dtype), x, offset, -2, -1)
+    D = diagonal_scatter(zeros(*batch, m, m, dtype=x.dtype, device=x.device), x, offset, -2, -1)
     nd = D.ndim
     d1, d2 = dim1 % nd, dim2 % nd
     if d1 == d2:
@@ -274,13 +276,14 @@ def block_diag(*tensors):
         blocks.append(t.reshape(1, -1) if t.ndim < 2 else t)
     if not blocks:
         return zeros(1, 0)
-    dtype = np.result_type(*[np.dtype(b.dtype) for b in blocks])
+    dtype = np.result_type(*[numpy_dtype(b.dtype) for b in blocks])
+    dev = blocks[0].device
     cols = sum(b.shape[1] for b in blocks)
     rows, start = [], 0
     for b in blocks:
         r, c = b.shape
-        parts = [zeros(r, start, dtype=dtype), b.to(dtype) if b.dtype != dtype else b,
-                 zeros(r, cols - start - c, dtype=dtype)]
+        parts = [zeros(r, start, dtype=dtype, device=dev), b.to(dtype),
+                 zeros(r, cols - start - c, dtype=dtype, device=dev)]
         rows.append(cat(parts, 1))
         start += c
     return cat(rows, 0)
@@ -315,9 +318,10 @@ def svd(input, some=True, compute_uv=True):
     if not compute_uv:
         m, n = A.shape[-2], A.shape[-1]
         batch = tuple(A.shape[:-2])
-        return SVDResult(zeros(*batch, m, m if not some else min(m, n), dtype=A.dtype),
-                         decomp.svdvals(A),
-                         zeros(*batch, n, n if not some else min(m, n), dtype=A.dtype))
+        return SVDResult(zeros(*batch, m, m if not some else min(m, n), dtype=A.dtype,
+                               device=A.device), decomp.svdvals(A),
+                         zeros(*batch, n, n if not some else min(m, n), dtype=A.dtype,
+                               device=A.device))
     U, S, Vh = decomp.svd(A, full_matrices=not some)
     return SVDResult(U, S, Vh.mT)
 
@@ -381,9 +385,9 @@ def ormqr(input, tau, other, left=True, transpose=False):
         raise RuntimeError(f"ormqr: input {tuple(A.shape)}, tau {tuple(tau.shape)} and other "
                            f"{tuple(C.shape)} do not fit (left={left})")
     ncols = A.shape[-1]
-    V = tril(A, -1) + eye(m, ncols, dtype=A.dtype)
+    V = tril(A, -1) + eye(m, ncols, dtype=A.dtype, device=A.device)
     if ncols < m:
-        V = cat([V, zeros(*A.shape[:-2], m, m - ncols, dtype=A.dtype)], -1)
+        V = cat([V, zeros(*A.shape[:-2], m, m - ncols, dtype=A.dtype, device=A.device)], -1)
     order = list(range(k))
     if left != transpose:  # Q C = H_1 (... (H_k C)): the last reflector first
         order.reverse()

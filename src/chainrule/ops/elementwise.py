@@ -16,7 +16,16 @@ from .._dispatch import ShapeError, apply
 from .._ns import RAW
 from .._table import TABLE, Singular, defop, documented, elementwise
 from .._tensor import Tensor, check_memory_format, contiguous_format, preserve_format, wrap
-from ..backend import NUMPY, backend_of, dtype_kind, native_dtype, xp_kernel
+from ..backend import (
+    NUMPY,
+    backend_of,
+    beside,
+    dtype_kind,
+    native_dtype,
+    numpy_dtype,
+    on_device_of,
+    xp_kernel,
+)
 
 __all__ = [
     "add", "sub", "mul", "div", "true_divide", "pow", "neg", "abs", "sign", "exp", "log",
@@ -99,11 +108,13 @@ def _pow_forward(xp, x, p):
 def _int_pow_negative(xp, x, p):
     """Integer ``x ** p`` with some ``p < 0``, as PyTorch's: 1 / x^|p| truncated, so 1 for
     x = 1, +-1 for x = -1 (by the parity of p), and 0 otherwise (0 ** -1 included)."""
-    x, p = xp.asarray(x), xp.asarray(p)
+    like = x if hasattr(x, "shape") else p  # a number goes beside the other's device
+    x, p = (a if hasattr(a, "shape") else xp.asarray(a, **on_device_of(like)) for a in (x, p))
     negative = p < 0
     out = xp.pow(x, xp.where(negative, 0, p))
     odd = (p % 2) != 0
-    small = xp.where(x == 1, 1, xp.where(x == -1, xp.where(odd, -1, 1), 0))
+    sign = 1 - 2 * xp.astype(odd, x.dtype)  # (-1)^p (a where of two numbers is not standard)
+    small = xp.where(x == 1, 1, xp.where(x == -1, sign, 0))
     return xp.where(negative, xp.astype(small, out.dtype), out)
 
 
@@ -268,6 +279,11 @@ def where(condition, input=None, other=None):
         from .searching import nonzero
 
         return nonzero(condition, as_tuple=True)
+    c = condition._data if isinstance(condition, Tensor) else condition
+    if c.__class__ is not np.ndarray and hasattr(c, "shape") and not hasattr(input, "shape") \
+            and not hasattr(other, "shape"):  # two numbers beside another backend's condition
+        # (the Array API's where takes one at most): the first as a 0-d array beside it
+        input = wrap(beside(np.asarray(input, dtype=np.result_type(input, other)), c))
     return apply(WHERE, (condition, input, other))
 
 
@@ -473,7 +489,7 @@ def sign(input):
     try:
         return apply(SIGN, (input,))
     except TypeError:
-        if isinstance(input, Tensor) and input.dtype == np.bool_:  # NumPy has no bool sign
+        if isinstance(input, Tensor) and dtype_kind(input.dtype) == "b":  # NumPy: no bool sign
             return clone(input)
         raise
 
@@ -510,9 +526,8 @@ def _integer_bounds(input, min, max, lo, hi):
     than an infinity, which would make the result float (PyTorch's stays integer)."""
     given = min if max is None else max
     if isinstance(input, Tensor) and isinstance(given, Tensor) and \
-            input._data.__class__ is np.ndarray and given._data.__class__ is np.ndarray and \
-            input._data.dtype.kind in "iu" and given._data.dtype.kind in "iu":
-        info = np.iinfo(np.result_type(input._data.dtype, given._data.dtype))
+            dtype_kind(input.dtype) in "iu" and dtype_kind(given.dtype) in "iu":
+        info = np.iinfo(np.result_type(numpy_dtype(input.dtype), numpy_dtype(given.dtype)))
         return (info.min, hi) if min is None else (lo, info.max)
     return lo, hi
 

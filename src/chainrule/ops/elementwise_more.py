@@ -19,7 +19,7 @@ from .. import _ns
 from .._dispatch import apply, name_errors
 from .._table import Rule, Singular, defop, documented, elementwise
 from .._tensor import Tensor
-from ..backend import NUMPY, dtype_kind, xp_kernel
+from ..backend import NUMPY, dtype_kind, on_device_of, xp_kernel
 from .elementwise import (
     CALCULUS,
     _mask,
@@ -83,10 +83,10 @@ def weak_numbers(kernel):
     def weak(xp, x, y):
         if y.__class__ in (float, int):
             if getattr(x, "dtype", None) is not None and dtype_kind(x.dtype) == "f":
-                y = xp.asarray(y, dtype=x.dtype)
+                y = xp.asarray(y, dtype=x.dtype, **on_device_of(x))
         elif x.__class__ in (float, int):
             if getattr(y, "dtype", None) is not None and dtype_kind(y.dtype) == "f":
-                x = xp.asarray(x, dtype=y.dtype)
+                x = xp.asarray(x, dtype=y.dtype, **on_device_of(y))
         return kernel(xp, x, y)
 
     weak.__name__ = kernel.__name__
@@ -485,7 +485,7 @@ def _number(value, name):
     """A replacement value of :func:`nan_to_num`, which must be a real number."""
     if isinstance(value, numbers.Real):  # Python and NumPy ints and floats
         return value
-    if isinstance(value, Tensor) and value.ndim == 0 and value.dtype.kind in "biuf":
+    if isinstance(value, Tensor) and value.ndim == 0 and dtype_kind(value.dtype) in "biuf":
         return value.item()
     raise TypeError(f"nan_to_num: argument '{name}' must be a number, not {type(value).__name__}")
 

@@ -210,7 +210,7 @@ def cross_entropy(input, target, reduction="mean"):
     if t.shape != x.shape:
         raise ShapeError(f"cross_entropy: probability target of shape {t.shape} does not match "
                          f"input of shape {x.shape}")
-    if t.dtype != x.dtype and dtype_kind(x.dtype) == "f":
+    if numpy_dtype(t.dtype) != numpy_dtype(x.dtype) and dtype_kind(x.dtype) == "f":
         target = target.to(x.dtype) if isinstance(target, Tensor) else t.astype(
             numpy_dtype(x.dtype))
     return apply(CROSS_ENTROPY, (input, target), (reduction, cdim))

@@ -19,6 +19,7 @@ import numpy as np
 from .. import _creation
 from .._dispatch import name_errors
 from .._tensor import Tensor
+from ..backend import beside, numpy_dtype
 from ._dims import wrap_dim
 from .elementwise import abs as _abs
 from .elementwise import add, div, mul, sub
@@ -416,7 +417,8 @@ def _gradient_coordinates(f, d, x, edge_order, part):
 
     def along(w):  # a weight vector along dim d, broadcast against f's slices
         shape[d] = len(w)
-        return _tensor(np.asarray(w, dtype=np.dtype(f.dtype)).reshape(shape))
+        return _tensor(beside(np.asarray(w, dtype=numpy_dtype(f.dtype)).reshape(shape),
+                              f._data))
 
     dx = np.diff(x)
     dx1, dx2 = dx[:-1], dx[1:]

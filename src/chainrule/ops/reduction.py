@@ -627,17 +627,19 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
     fw = _weights(fweights, "fweights", n_obs)
     aw = _weights(aweights, "aweights", n_obs)
     if fw is not None:
-        fd = np.asarray(fw._data)
+        fd = fw._host()  # checked on the host (an explicit copy off a GPU)
         if fd.dtype.kind not in "iu":
             raise RuntimeError("cov(): expected fweights to have integral dtype")
         if np.any(fd < 0):
             raise RuntimeError("cov(): fweights cannot be negative")
     if aw is not None:
-        ad = np.asarray(aw._data)
+        ad = aw._host()
         if ad.dtype.kind not in "f":
             raise RuntimeError("cov(): expected aweights to have floating point dtype")
         if np.any(ad < 0):
             raise RuntimeError("cov(): aweights cannot be negative")
+    if fw is not None and dtype_kind(x.dtype) == "f":
+        fw = fw.to(x.dtype)  # (the Array API does not promote an int array with a float one)
     w = fw
     if aw is not None:
         w = aw if w is None else w * aw
@@ -653,7 +655,7 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
         norm_factor = w_sum - correction
     else:
         norm_factor = w_sum - correction * sum(w * aw) / w_sum
-    nf = np.asarray(norm_factor._data if isinstance(norm_factor, Tensor) else norm_factor)
+    nf = norm_factor._host() if isinstance(norm_factor, Tensor) else np.asarray(norm_factor)
     if nf <= 0:
         import warnings
 

@@ -16,11 +16,11 @@ import operator
 
 import numpy as np
 
-from .._creation import _result_type, get_default_dtype
+from .._creation import _make, _result_type, get_default_dtype
 from .._dispatch import edge, name_errors
 from .._node import DelayedError
 from .._tensor import Tensor, _fill, wrap
-from ..backend import backend_of, numpy_dtype
+from ..backend import backend_of, beside, numpy_dtype, on_device_of
 
 __all__ = ["nonzero", "argwhere", "unique", "unique_consecutive", "bincount", "histc",
            "searchsorted", "bucketize", "isin", "tril_indices", "triu_indices", "logical_and",
@@ -30,17 +30,33 @@ UniqueResult = collections.namedtuple("unique", ["values", "inverse_indices", "c
 
 
 def _host(x, op):
-    """``x``'s data as a NumPy array (NumPy tensors, numbers and lists only: these results
-    have data-dependent shapes, which a lazy backend cannot give without computing)."""
+    """``x``'s data as a NumPy array: NumPy tensors, numbers and lists as they are, a
+    device's (a GPU's) data by an explicit host copy. A lazy backend (Dask) refuses: these
+    results have data-dependent shapes, which it cannot give without computing."""
     a = x._data if isinstance(x, Tensor) else x
     if isinstance(a, (np.ndarray, np.generic, int, float, bool, list, tuple)):
         return np.asarray(a)
-    raise NotImplementedError(f"{op}: runs on NumPy data only, got a {backend_of(a).name} "
-                              "array")
+    b = backend_of(a)
+    if b.lazy:
+        raise NotImplementedError(f"{op}: runs on NumPy data only, got a {b.name} array")
+    return np.asarray(b.to_numpy(a))
+
+
+def _beside(data, *inputs):
+    """A host result ``data`` moved onto the device of the first input that lives off the
+    host (as it is when all are NumPy data or numbers)."""
+    for x in inputs:
+        a = x._data if isinstance(x, Tensor) else x
+        if hasattr(a, "shape") and a.__class__ is not np.ndarray \
+                and not isinstance(a, np.generic):
+            return beside(np.asarray(data), a)
+    return data
 
 
 def _no_derivative(data, op, *inputs):
-    """``data`` as a tensor; when an input requires grad, one whose backward raises."""
+    """``data`` as a tensor (beside the inputs); when an input requires grad, one whose
+    backward raises."""
+    data = _beside(data, *inputs)
     grad_inputs = [x for x in inputs if isinstance(x, Tensor) and x.requires_grad]
     if not grad_inputs:
         return wrap(data)
@@ -56,17 +72,17 @@ def nonzero(input, *, as_tuple=False):
     a = _host(input, "nonzero")
     idx = np.nonzero(np.atleast_1d(a))
     if as_tuple:
-        return tuple(wrap(i.astype(np.int64)) for i in idx)
+        return tuple(wrap(_beside(i.astype(np.int64), input)) for i in idx)
     if a.ndim == 0:  # (1, 0) or (0, 0): one or no entry, no coordinates
-        return wrap(np.zeros((int(a != 0), 0), dtype=np.int64))
-    return wrap(np.stack(idx, axis=-1).astype(np.int64))
+        return wrap(_beside(np.zeros((int(a != 0), 0), dtype=np.int64), input))
+    return wrap(_beside(np.stack(idx, axis=-1).astype(np.int64), input))
 
 
 @name_errors
 def argwhere(input):
     """``nonzero(input)``: an (n, ndim) int64 tensor of the indices of non-zero entries."""
     a = _host(input, "argwhere")
-    return wrap(np.argwhere(a).astype(np.int64))
+    return wrap(_beside(np.argwhere(a).astype(np.int64), input))
 
 
 @name_errors
@@ -78,9 +94,9 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     inverse = inverse.reshape(a.shape if dim is None else (a.shape[dim],))
     out = [_no_derivative(values, "unique", input)]
     if return_inverse:
-        out.append(wrap(inverse.astype(np.int64)))
+        out.append(wrap(_beside(inverse.astype(np.int64), input)))
     if return_counts:
-        out.append(wrap(counts.astype(np.int64)))
+        out.append(wrap(_beside(counts.astype(np.int64), input)))
     return out[0] if len(out) == 1 else tuple(out)
 
 
@@ -101,9 +117,10 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
     out = [_no_derivative(values, "unique_consecutive", input)]
     if return_inverse:
         inv = np.cumsum(np.isin(np.arange(n), starts)) - 1
-        out.append(wrap(inv.reshape(a.shape if dim is None else (n,)).astype(np.int64)))
+        out.append(wrap(_beside(inv.reshape(a.shape if dim is None else (n,)).astype(np.int64),
+                                input)))
     if return_counts:
-        out.append(wrap(np.diff(np.append(starts, n)).astype(np.int64)))
+        out.append(wrap(_beside(np.diff(np.append(starts, n)).astype(np.int64), input)))
     return out[0] if len(out) == 1 else tuple(out)
 
 
@@ -116,10 +133,10 @@ def bincount(input, weights=None, minlength=0):
         raise RuntimeError(f"bincount: expected a 1-D integer tensor, got {a.ndim}-D "
                            f"{a.dtype}")
     if weights is None:
-        return wrap(np.bincount(a, minlength=minlength).astype(np.int64))
+        return wrap(_beside(np.bincount(a, minlength=minlength).astype(np.int64), input))
     w = _host(weights, "bincount")
     return _no_derivative(np.bincount(a, w, minlength=minlength).astype(w.dtype), "bincount",
-                          weights)
+                          weights, input)
 
 
 @name_errors
@@ -133,7 +150,7 @@ def histc(input, bins=100, min=0, max=0):
     if lo == hi:
         lo, hi = lo - 1, hi + 1
     counts, _ = np.histogram(a, bins=bins, range=(lo, hi))
-    return wrap(counts.astype(a.dtype))
+    return wrap(_beside(counts.astype(a.dtype), input))
 
 
 @name_errors
@@ -157,7 +174,8 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
         s2, v2 = seq.reshape(-1, seq.shape[-1]), vals.reshape(-1, vals.shape[-1])
         out = np.stack([np.searchsorted(s, v, side=side) for s, v in zip(s2, v2)]).reshape(
             vals.shape)
-    return wrap(np.asarray(out).astype(np.int32 if out_int32 else np.int64))
+    return wrap(_beside(np.asarray(out).astype(np.int32 if out_int32 else np.int64), input,
+                        sorted_sequence))
 
 
 @name_errors
@@ -174,25 +192,26 @@ def bucketize(input, boundaries, *, out_int32=False, right=False):
 @name_errors
 def isin(elements, test_elements, *, assume_unique=False, invert=False):
     """Whether each entry of ``elements`` is among ``test_elements`` (a bool tensor)."""
-    return wrap(np.isin(_host(elements, "isin"), _host(test_elements, "isin"),
-                        assume_unique=assume_unique, invert=invert))
+    return wrap(_beside(np.isin(_host(elements, "isin"), _host(test_elements, "isin"),
+                                assume_unique=assume_unique, invert=invert),
+                        elements, test_elements))
 
 
-def _tri_indices(fn, row, col, offset, dtype):
+def _tri_indices(fn, row, col, offset, dtype, device):
     r, c = fn(row, offset, col)
-    return wrap(np.stack([r, c]).astype(dtype or np.int64))
+    return _make(np.stack([r, c]).astype(numpy_dtype(dtype or np.int64)), False, device)
 
 
 @name_errors
 def tril_indices(row, col, offset=0, *, dtype=None, device=None):
     """The (2, n) coordinates of the lower triangle of a ``row x col`` matrix."""
-    return _tri_indices(np.tril_indices, row, col, offset, dtype)
+    return _tri_indices(np.tril_indices, row, col, offset, dtype, device)
 
 
 @name_errors
 def triu_indices(row, col, offset=0, *, dtype=None, device=None):
     """The (2, n) coordinates of the upper triangle of a ``row x col`` matrix."""
-    return _tri_indices(np.triu_indices, row, col, offset, dtype)
+    return _tri_indices(np.triu_indices, row, col, offset, dtype, device)
 
 
 def _logical(name):
@@ -236,8 +255,8 @@ def heaviside(input, values):
 @name_errors
 def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False):
     """A 0-d tensor holding ``s`` (the default float dtype unless ``dtype``)."""
-    t = wrap(np.asarray(s, dtype=dtype or get_default_dtype()))
-    return t.requires_grad_(True) if requires_grad else t
+    return _make(np.asarray(s, dtype=numpy_dtype(dtype or get_default_dtype())), requires_grad,
+                 device)
 
 
 # --- bitwise ops: integer and bool tensors only, no gradient (PyTorch's semantics) ---------
@@ -309,9 +328,9 @@ def _bitwise(name):
             return wrap(np.asarray(ufunc(a, b)))
         # another backend: its operators, with a number as a Python scalar
         if host_a:
-            a = a.item() if a.ndim == 0 else backend_of(b).xp.asarray(a)
+            a = a.item() if a.ndim == 0 else beside(a, b)
         if host_b:
-            b = b.item() if b.ndim == 0 else backend_of(a).xp.asarray(b)
+            b = b.item() if b.ndim == 0 else beside(b, a)
         return wrap(operator_fn(a, b))
 
     fn.__name__ = fn.__qualname__ = name
@@ -358,7 +377,8 @@ def _truth(name, doc):
         elif name == "isneginf":
             out = xp.isinf(d) & (d < 0)
         else:  # isreal: every entry of a real tensor
-            out = xp.ones(d.shape, dtype=xp.bool) if xp is not np else np.ones(d.shape, bool)
+            out = xp.ones(d.shape, dtype=xp.bool, **on_device_of(d)) if xp is not np \
+                else np.ones(d.shape, bool)
         return wrap(np.asarray(out) if xp is np else out)
 
     fn.__name__ = fn.__qualname__ = name

@@ -49,7 +49,7 @@ def _gather(xp, x, idx, axis):
 
 
 def _isnan(xp, x):
-    return xp.isnan(x) if _is_float(x) else xp.zeros(x.shape, dtype=xp.bool)
+    return xp.isnan(x) if _is_float(x) else xp.zeros(x.shape, dtype=xp.bool, **on_device_of(x))
 
 
 def _is_float(x):

@@ -15,6 +15,7 @@ import numpy as np
 
 from .._dispatch import name_errors
 from .._tensor import Tensor, wrap
+from ..backend import beside, dtype_kind, numpy_dtype
 from ._dims import wrap_dim
 from .elementwise import where
 from .indexing import getitem
@@ -64,8 +65,13 @@ def ldexp(input, other):
     (a float ``other`` beside a float32 ``input`` can widen it), an int exponent keeping a
     float ``input``'s dtype and giving an int ``input`` the default float dtype."""
     x, e = _t(input), _t(other)
+    if not isinstance(other, Tensor):  # a number or a list: beside the input
+        e = wrap(beside(e._data, x._data))
+    if dtype_kind(e.dtype) != "f":  # (the Array API has no float ** int-array)
+        e = e.to(np.float64)
     scale = 2.0 ** e
-    if x.dtype.kind == "f" and e.dtype.kind != "f":
+    if dtype_kind(x.dtype) == "f" and dtype_kind(other.dtype if isinstance(other, Tensor)
+                                                   else np.asarray(other).dtype) != "f":
         scale = scale.to(x.dtype)
     return x * scale
 
@@ -171,7 +177,7 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     x = _t(input)
     if repeats is None:  # repeat_interleave(repeats): the indices, repeated
         counts = np.asarray(x.numpy(), dtype=np.int64)
-        return wrap(np.repeat(np.arange(counts.size), counts))
+        return wrap(beside(np.repeat(np.arange(counts.size), counts), x._data))
     if dim is None:
         x, d = reshape(x, (-1,)), 0
     else:
@@ -197,7 +203,7 @@ def combinations(input, r=2, with_replacement=False):
         itertools.combinations
     rows = np.array(list(pick(range(x.shape[0]), r)), dtype=np.intp).reshape(-1, r)
     if rows.size == 0:
-        return wrap(np.empty((0, r) if r else (0,), dtype=x.dtype))
+        return wrap(beside(np.empty((0, r) if r else (0,), dtype=numpy_dtype(x.dtype)), x._data))
     return getitem(x, (rows,))
 
 
@@ -233,17 +239,18 @@ def nextafter(input, other):
     unit in the last place, so its gradient is 1 in ``input`` and 0 in ``other``, as
     PyTorch's."""
     a, b = _t(input), _t(other)
-    da, db = a.detach().numpy(), b.detach().numpy()
+    da, db = a.detach().numpy(), b.detach().numpy()  # found on the host, used beside a
     nxt = np.nextafter(da, db)
     with np.errstate(invalid="ignore", over="ignore"):
         step = nxt - da
     if np.isfinite(da).all():
-        return a + wrap(step)
+        return a + wrap(beside(step, a._data))
     # from an infinity the step is infinite and ``a + step`` NaN: the value is the next float
     # itself there (the largest finite one toward ``other``)
 
     fin = np.isfinite(da)
-    return where(wrap(fin), a + wrap(np.where(fin, step, 0.0)), wrap(nxt))
+    return where(wrap(beside(fin, a._data)), a + wrap(beside(np.where(fin, step, 0.0), a._data)),
+                 wrap(beside(nxt, a._data)))
 
 
 def frexp(input):
@@ -252,8 +259,9 @@ def frexp(input):
     with the exponent held fixed, as PyTorch."""
     x = _t(input)
     _, e = np.frexp(x.detach().numpy())
-    exponent = wrap(e.astype(np.int32))
-    return FrexpResult(x * wrap((2.0 ** -e).astype(np.dtype(x.dtype))), exponent)
+    exponent = wrap(beside(e.astype(np.int32), x._data))
+    scale = beside((2.0 ** -e).astype(numpy_dtype(x.dtype)), x._data)
+    return FrexpResult(x * wrap(scale), exponent)
 
 
 def mode(input, dim=-1, keepdim=False):
@@ -264,7 +272,7 @@ def mode(input, dim=-1, keepdim=False):
 
     x = _t(input)
     if x.ndim == 0:
-        return ModeResult(x * 1, wrap(np.array(0, dtype=np.int64)))
+        return ModeResult(x * 1, wrap(beside(np.array(0, dtype=np.int64), x._data)))
     d = wrap_dim(dim, x.ndim, "mode")
     data = np.moveaxis(np.asarray(x.detach().numpy()), d, -1)
     flat = data.reshape(-1, data.shape[-1])
@@ -274,11 +282,11 @@ def mode(input, dim=-1, keepdim=False):
         best = vals[np.argmax(counts)]  # unique sorts: the smallest among the most frequent
         idx[k] = np.nonzero(row == best)[0][-1] if row.size else 0
     idx = idx.reshape(data.shape[:-1])
-    index = wrap(np.expand_dims(idx, d))
+    index = wrap(beside(np.expand_dims(idx, d), x._data))  # found on the host
     values = take_along_dim(x, index, d)
     if not keepdim:
         values = reshape(values, tuple(s for i, s in enumerate(values.shape) if i != d))
-        return ModeResult(values, wrap(idx))
+        return ModeResult(values, wrap(beside(idx, x._data)))
     return ModeResult(values, index)
 
 
@@ -303,7 +311,7 @@ def fill(input, value):
             raise RuntimeError(f"fill only supports 0-dimension value tensor but got tensor "
                                f"with {value.ndim} dimensions.")
         return broadcast_to(value.to(x.dtype), tuple(x.shape)) * 1
-    return wrap(np.full(tuple(x.shape), value, dtype=np.dtype(x.dtype)))
+    return wrap(beside(np.full(tuple(x.shape), value, dtype=numpy_dtype(x.dtype)), x._data))
 
 
 def zero_(input):
@@ -376,8 +384,8 @@ def bernoulli(input, p=None, *, generator=None):
     probs = np.asarray(x.detach().numpy()) if p is None else np.full(tuple(x.shape), p)
     if ((probs < 0) | (probs > 1)).any():
         raise RuntimeError("bernoulli: Expected p_in >= 0 && p_in <= 1 to be true")
-    dtype = np.dtype(x.dtype) if np.dtype(x.dtype).kind == "f" else np.float32
-    return wrap((rng.random(probs.shape) < probs).astype(dtype))
+    dtype = numpy_dtype(x.dtype) if dtype_kind(x.dtype) == "f" else np.float32
+    return wrap(beside((rng.random(probs.shape) < probs).astype(dtype), x._data))
 
 
 def normal(mean, std=1.0, size=None, *, generator=None):
@@ -402,8 +410,9 @@ def normal(mean, std=1.0, size=None, *, generator=None):
         shape = np.broadcast_shapes(*shapes)
     if s is not None and (np.asarray(s.detach().numpy()) < 0).any():
         raise RuntimeError("normal: expected all elements of std >= 0.0")
-    dtype = next((np.dtype(t.dtype) for t in (m, s) if t is not None), np.dtype(np.float32))
-    z = wrap(rng.standard_normal(shape).astype(dtype))
+    dtype = next((numpy_dtype(t.dtype) for t in (m, s) if t is not None), np.dtype(np.float32))
+    like = next((t._data for t in (m, s) if t is not None), None)  # drawn on the host
+    z = wrap(beside(rng.standard_normal(shape).astype(dtype), like))
     return mean + std * z
 
 
@@ -494,9 +503,9 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
     from .. import _creation
 
     x = _t(input)
-    if np.dtype(x.dtype).kind != "f":
+    if dtype_kind(x.dtype) != "f":
         raise RuntimeError(f"multinomial only supports floating-point dtypes for input, got: "
-                           f"{np.dtype(x.dtype).name}")
+                           f"{numpy_dtype(x.dtype).name}")
     if x.ndim not in (1, 2):
         raise RuntimeError("prob_dist must be 1 or 2 dim")
     n = int(num_samples)
@@ -522,7 +531,7 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
         keys = p / rng.exponential(1.0, p.shape)
         out = np.argsort(-keys, axis=-1, kind="stable")[:, :n]
     out = out.astype(np.int64)
-    return wrap(out[0] if x.ndim == 1 else out)
+    return wrap(beside(out[0] if x.ndim == 1 else out, x._data))  # drawn on the host
 
 
 def poisson(input, generator=None):
@@ -534,14 +543,14 @@ def poisson(input, generator=None):
     from .. import _creation
 
     x = _t(input)
-    if np.dtype(x.dtype).kind != "f":
+    if dtype_kind(x.dtype) != "f":
         raise NotImplementedError(f'"poisson_cpu" not implemented for '
-                                  f"'{_TORCH_DTYPE.get(np.dtype(x.dtype).name, x.dtype)}'")
+                                  f"'{_TORCH_DTYPE.get(numpy_dtype(x.dtype).name, x.dtype)}'")
     rates = np.asarray(x.detach().numpy())
     if (rates < 0).any() or np.isnan(rates).any():
         raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
     rng = generator or _creation.default_generator
-    sample = wrap(np.asarray(rng.poisson(rates)).astype(x.dtype))
+    sample = wrap(beside(np.asarray(rng.poisson(rates)).astype(numpy_dtype(x.dtype)), x._data))
     return x * 0.0 + sample if x.requires_grad else sample
 
 
