@@ -290,6 +290,50 @@ def test_jacobians_of_tensors_on_another_device_are_vmap_of_vjp_and_jvp():
     assert func.jvp(lambda a, b: a * 2, (wd, wd), (v, v))[1].device == "array_api_strict.device1"
 
 
+def test_device_tensors_move_copy_deepcopy_and_pickle():
+    pytest.importorskip("array_api_strict")
+    import copy
+    import pickle
+
+    from chainrule.autograd import forward_ad as fwAD
+
+    dev = "array_api_strict.device1"
+    a = np.arange(3.0)
+    x = cr.tensor(a, device=dev)
+    assert x.cpu().device == "cpu" and x.cpu().tolist() == a.tolist()  # (was x itself)
+    host = cr.zeros(3)
+    host.copy_(x)  # from the device: an explicit host copy
+    assert host.tolist() == a.tolist()
+    back = cr.zeros(3, device=dev).copy_(cr.tensor(a))
+    assert back.device == dev and back.cpu().tolist() == a.tolist()
+    assert [10, 20, 30][cr.tensor(np.array([2]), device=dev)] == 30  # __index__
+    model = cr.nn.Sequential(cr.nn.Linear(3, 2), cr.nn.BatchNorm1d(2)).double().to(dev)
+    twin = copy.deepcopy(model)
+    assert all(t.device == dev for t in list(twin.parameters()) + list(twin.buffers()))
+    # pickling (chainrule.save) keeps the values, on the host
+    state = pickle.loads(pickle.dumps(model.state_dict()))
+    assert all(v.device == "cpu" for v in state.values())
+    twin.load_state_dict(state)  # copied back onto the device
+    for p, q in zip(model.parameters(), twin.parameters()):
+        assert q.device == dev
+        np.testing.assert_array_equal(q.detach().cpu().numpy(), p.detach().cpu().numpy())
+    with fwAD.dual_level(), pytest.raises(RuntimeError, match="tangent on the primal's device"):
+        fwAD.make_dual(x, cr.ones(3))
+
+
+def test_layers_made_with_device_live_there():
+    pytest.importorskip("array_api_strict")
+    nn, dev = cr.nn, "array_api_strict.device1"
+    layers = [nn.Linear(4, 3, device=dev), nn.Conv2d(2, 3, 3, device=dev),
+              nn.BatchNorm1d(3, device=dev), nn.LSTM(3, 4, device=dev),
+              nn.Embedding(5, 2, device=dev), nn.TransformerEncoderLayer(8, 2, device=dev)]
+    for layer in layers:  # PyTorch's factory keyword: parameters and buffers made there
+        assert {str(t.device) for t in [*layer.parameters(), *layer.buffers()]} == {dev}
+    assert nn.Linear(4, 3).weight.device == "cpu"
+    x = cr.tensor(np.ones((2, 4)), device=dev)
+    assert layers[0](x).device == dev
+
+
 def _gpu():
     """CuPy, or skip the test where no GPU can run it (CI has none)."""
     cupy = pytest.importorskip("cupy")

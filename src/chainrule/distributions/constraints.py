@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._tensor import Tensor, wrap
+from ..backend import beside
 
 __all__ = [
     "Constraint", "real", "positive", "nonnegative", "unit_interval", "boolean",
@@ -41,7 +42,8 @@ class Constraint:
 
     def check(self, value):
         """A bool Tensor, True where ``value`` lies in the set."""
-        return wrap(np.asarray(self._check(_np(value))))
+        out = np.asarray(self._check(_np(value)))  # checked on the host, returned beside it
+        return wrap(beside(out, value._data) if isinstance(value, Tensor) else out)
 
     def __repr__(self):
         return type(self).__name__.lstrip("_") + "()"

@@ -13,10 +13,10 @@ from .. import _creation
 from .. import ops as _ops
 from .. import special as _special
 from .._state import STATE
-from .._tensor import wrap
 from ..autograd import Function, once_differentiable
+from ..backend import numpy_dtype
 from . import constraints
-from .distribution import Distribution, _draw, as_float, broadcast_all, values_of
+from .distribution import Distribution, _draw, as_float, beside_of, broadcast_all, values_of
 
 __all__ = ["Normal", "Uniform", "Exponential", "Laplace", "LogNormal", "Gamma", "Beta",
            "Dirichlet"]
@@ -25,12 +25,12 @@ _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 _SQRT2 = math.sqrt(2.0)
 
 
-def _standard_normal(shape, dtype):
-    return _draw(lambda g, s: g.standard_normal(s), shape, dtype)
+def _standard_normal(shape, dtype, like=None):
+    return _draw(lambda g, s: g.standard_normal(s), shape, dtype, like)
 
 
-def _uniform(shape, dtype):
-    return _draw(lambda g, s: g.random(s), shape, dtype)
+def _uniform(shape, dtype, like=None):
+    return _draw(lambda g, s: g.random(s), shape, dtype, like)
 
 
 def _implicit_gamma_derivative(a, x):
@@ -51,9 +51,10 @@ class _GammaDraw(Function):
     def forward(ctx, alpha, u):
         a = values_of(alpha).astype(np.float64)
         with np.errstate(all="ignore"):
-            x = np.maximum(_sc.gammaincinv(a, u), np.finfo(np.dtype(alpha.dtype)).tiny)
-        ctx.dx = wrap(_implicit_gamma_derivative(a, x).astype(alpha.dtype))
-        return wrap(x.astype(alpha.dtype))
+            x = np.maximum(_sc.gammaincinv(a, u), np.finfo(numpy_dtype(alpha.dtype)).tiny)
+        dt = numpy_dtype(alpha.dtype)  # computed on the host, returned beside alpha
+        ctx.dx = beside_of(alpha, _implicit_gamma_derivative(a, x).astype(dt))
+        return beside_of(alpha, x.astype(dt))
 
     @staticmethod
     @once_differentiable
@@ -126,7 +127,7 @@ class Normal(_LocationScale):
 
     def rsample(self, sample_shape=()):
         shape = self._extended_shape(sample_shape)
-        return self.loc + _standard_normal(shape, self.loc.dtype) * self.scale
+        return self.loc + _standard_normal(shape, self.loc.dtype, self.loc) * self.scale
 
     def log_prob(self, value):
         value = self._value(value, self.loc.dtype)
@@ -138,7 +139,7 @@ class Normal(_LocationScale):
         return 0.5 * (1 + _ops.erf((value - self.loc) / (self.scale * _SQRT2)))
 
     def icdf(self, value):
-        value = as_float(value, np.dtype(self.loc.dtype))
+        value = as_float(value, numpy_dtype(self.loc.dtype), self.loc)
         return self.loc + self.scale * _ops.erfinv(2 * value - 1) * _SQRT2
 
     def entropy(self):
@@ -185,7 +186,7 @@ class Uniform(Distribution):
         return (self.high - self.low) ** 2 / 12
 
     def rsample(self, sample_shape=()):
-        u = _uniform(self._extended_shape(sample_shape), self.low.dtype)
+        u = _uniform(self._extended_shape(sample_shape), self.low.dtype, self.low)
         return self.low + u * (self.high - self.low)
 
     def log_prob(self, value):
@@ -199,7 +200,7 @@ class Uniform(Distribution):
         return _ops.clamp((value - self.low) / (self.high - self.low), 0, 1)
 
     def icdf(self, value):
-        value = as_float(value, np.dtype(self.low.dtype))
+        value = as_float(value, numpy_dtype(self.low.dtype), self.low)
         return value * (self.high - self.low) + self.low
 
     def entropy(self):
@@ -238,7 +239,8 @@ class Exponential(Distribution):
 
     def rsample(self, sample_shape=()):
         shape = self._extended_shape(sample_shape)
-        return _draw(lambda g, s: g.standard_exponential(s), shape, self.rate.dtype) / self.rate
+        return _draw(lambda g, s: g.standard_exponential(s), shape, self.rate.dtype,
+                     self.rate) / self.rate
 
     def log_prob(self, value):
         value = self._value(value, self.rate.dtype)
@@ -249,7 +251,7 @@ class Exponential(Distribution):
         return 1 - _ops.exp(-self.rate * value)
 
     def icdf(self, value):
-        value = as_float(value, np.dtype(self.rate.dtype))
+        value = as_float(value, numpy_dtype(self.rate.dtype), self.rate)
         return -_ops.log1p(-value) / self.rate
 
     def entropy(self):
@@ -283,9 +285,9 @@ class Laplace(_LocationScale):
         return 2 * self.scale ** 2
 
     def rsample(self, sample_shape=()):
-        dtype = np.dtype(self.loc.dtype)
+        dtype = numpy_dtype(self.loc.dtype)
         eps = float(np.finfo(dtype).eps)
-        u = _uniform(self._extended_shape(sample_shape), dtype) * (2 - eps) + (eps - 1)
+        u = _uniform(self._extended_shape(sample_shape), dtype, self.loc) * (2 - eps) + (eps - 1)
         return self.loc - self.scale * _ops.sign(u) * _ops.log1p(-_ops.abs(u))
 
     def log_prob(self, value):
@@ -298,7 +300,7 @@ class Laplace(_LocationScale):
         return 0.5 - 0.5 * _ops.sign(z) * _ops.expm1(-_ops.abs(z) / self.scale)
 
     def icdf(self, value):
-        value = as_float(value, np.dtype(self.loc.dtype))
+        value = as_float(value, numpy_dtype(self.loc.dtype), self.loc)
         term = value - 0.5
         return self.loc - self.scale * _ops.sign(term) * _ops.log1p(-2 * _ops.abs(term))
 

@@ -11,13 +11,15 @@ import numpy as np
 
 from .. import _creation
 from .. import ops as _ops
-from .._tensor import Tensor, wrap
+from .._tensor import Tensor
+from ..backend import numpy_dtype
 from . import constraints
 from .distribution import (
     Distribution,
     _draw,
     as_float,
     as_shape,
+    beside_of,
     broadcast_all,
     logits_to_probs,
     probs_to_logits,
@@ -35,10 +37,10 @@ def _one_of(probs, logits):
 
 def _as_tensor(x):
     if isinstance(x, Tensor):
-        if np.dtype(x.dtype).kind == "f":
+        if numpy_dtype(x.dtype).kind == "f":
             return x
         return _ops.to_dtype(x, _creation.get_default_dtype())
-    return as_float(x, np.dtype(_creation.get_default_dtype()))
+    return as_float(x, numpy_dtype(_creation.get_default_dtype()))
 
 
 class _ProbsOrLogits:
@@ -108,7 +110,7 @@ class Bernoulli(_ProbsOrLogits, Distribution):
         shape = tuple(self._extended_shape(sample_shape))
         p = np.broadcast_to(values_of(self.probs), shape)
         draws = _creation.default_generator.random(shape) < p
-        return wrap(draws.astype(np.dtype(self._param.dtype)))
+        return beside_of(self._param, draws.astype(numpy_dtype(self._param.dtype)))
 
     def log_prob(self, value):
         value = self._value(value, self._param.dtype)
@@ -120,7 +122,8 @@ class Bernoulli(_ProbsOrLogits, Distribution):
     def enumerate_support(self, expand=True):
         """``[0, 1]`` shaped ``(2,) + (1,) * len(batch_shape)`` (expanded to the batch)."""
         batch = tuple(self._batch_shape)
-        values = _creation.arange(2, dtype=self._param.dtype).reshape((2,) + (1,) * len(batch))
+        values = _creation.arange(2, dtype=self._param.dtype, device=self._param.device).reshape(
+            (2,) + (1,) * len(batch))
         return values.expand((2,) + batch) if expand else values
 
 
@@ -166,7 +169,7 @@ class Categorical(_ProbsOrLogits, Distribution):
     @property
     def mean(self):
         return _creation.full(tuple(self._extended_shape()), float("nan"),
-                              dtype=self._param.dtype)
+                              dtype=self._param.dtype, device=self._param.device)
 
     @property
     def mode(self):
@@ -188,18 +191,18 @@ class Categorical(_ProbsOrLogits, Distribution):
         for b in range(p.shape[0]):
             out[:, b] = np.searchsorted(cdf[b], u[:, b], side="right")
         out = np.minimum(out, k - 1)
-        return wrap(out.reshape(tuple(sample_shape) + tuple(self._batch_shape)))
+        return beside_of(self._param, out.reshape(tuple(sample_shape) + tuple(self._batch_shape)))
 
     def log_prob(self, value):
         value = self._value(value, np.int64)
-        index = _ops.to_dtype(value, np.int64) if np.dtype(value.dtype).kind != "i" else value
+        index = _ops.to_dtype(value, np.int64) if numpy_dtype(value.dtype).kind != "i" else value
         shape = np.broadcast_shapes(tuple(index.shape) + (1,), tuple(self.logits.shape))
         index = _ops.broadcast_to(_ops.unsqueeze(index, -1), shape[:-1] + (1,))
         logits = _ops.broadcast_to(self.logits, shape)
         return _ops.squeeze(_ops.take_along_dim(logits, index, dim=-1), -1)
 
     def entropy(self):
-        min_real = float(np.finfo(np.dtype(self.logits.dtype)).min)
+        min_real = float(np.finfo(numpy_dtype(self.logits.dtype)).min)
         logits = _ops.clamp(self.logits, min=min_real)
         return -(logits * self.probs).sum(-1)
 
@@ -207,7 +210,8 @@ class Categorical(_ProbsOrLogits, Distribution):
         """``0, ..., K - 1`` shaped ``(K,) + (1,) * len(batch_shape)`` (expanded to the
         batch)."""
         k, batch = self._num_events, tuple(self._batch_shape)
-        values = _creation.arange(k, dtype=np.int64).reshape((k,) + (1,) * len(batch))
+        values = _creation.arange(k, dtype=np.int64, device=self._param.device).reshape(
+            (k,) + (1,) * len(batch))
         return values.expand((k,) + batch) if expand else values
 
 
@@ -256,8 +260,8 @@ class OneHotCategorical(Distribution):
 
     def _one_hot(self, index):
         k = self._event_shape[0]
-        eye = np.eye(k, dtype=np.dtype(self._categorical._param.dtype))
-        return wrap(eye[values_of(index)])
+        eye = np.eye(k, dtype=numpy_dtype(self._categorical._param.dtype))
+        return beside_of(index, eye[values_of(index)])
 
     def sample(self, sample_shape=()):
         return self._one_hot(self._categorical.sample(sample_shape))
@@ -272,7 +276,8 @@ class OneHotCategorical(Distribution):
     def enumerate_support(self, expand=True):
         """The K one-hot vectors, shaped ``(K,) + (1,) * len(batch_shape) + (K,)``."""
         k, batch = self._event_shape[0], tuple(self._batch_shape)
-        eye = _creation.eye(k, dtype=self._categorical._param.dtype)
+        eye = _creation.eye(k, dtype=self._categorical._param.dtype,
+                            device=self._categorical._param.device)
         values = eye.reshape((k,) + (1,) * len(batch) + (k,))
         return values.expand((k,) + batch + (k,)) if expand else values
 
@@ -310,7 +315,8 @@ class Poisson(Distribution):
     def sample(self, sample_shape=()):
         shape = tuple(self._extended_shape(sample_shape))
         lam = np.broadcast_to(values_of(self.rate), shape)
-        return _draw(lambda g, s: g.poisson(lam, s), shape, np.dtype(self.rate.dtype))
+        return _draw(lambda g, s: g.poisson(lam, s), shape, numpy_dtype(self.rate.dtype),
+                     self.rate)
 
     def log_prob(self, value):
         value = self._value(value, self.rate.dtype)
@@ -370,7 +376,8 @@ class Binomial(_ProbsOrLogits, Distribution):
         shape = tuple(self._extended_shape(sample_shape))
         n = np.broadcast_to(values_of(self.total_count).astype(np.int64), shape)
         p = np.broadcast_to(values_of(self.probs), shape)
-        return _draw(lambda g, s: g.binomial(n, p, s), shape, np.dtype(self._param.dtype))
+        return _draw(lambda g, s: g.binomial(n, p, s), shape, numpy_dtype(self._param.dtype),
+                     self._param)
 
     def log_prob(self, value):
         value = self._value(value, self._param.dtype)
@@ -395,6 +402,6 @@ class Binomial(_ProbsOrLogits, Distribution):
             raise NotImplementedError("Inhomogeneous total count not supported by "
                                       "`enumerate_support`.")
         batch = tuple(self._batch_shape)
-        values = _creation.arange(1 + total, dtype=self._param.dtype)
+        values = _creation.arange(1 + total, dtype=self._param.dtype, device=self._param.device)
         values = values.reshape((1 + total,) + (1,) * len(batch))
         return values.expand((1 + total,) + batch) if expand else values

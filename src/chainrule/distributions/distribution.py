@@ -11,24 +11,26 @@ from .. import _creation
 from .. import ops as _ops
 from .._state import no_grad
 from .._tensor import Size, Tensor, wrap
+from ..backend import beside, numpy_dtype
 
 __all__ = ["Distribution", "broadcast_all"]
 
 
 def _float_dtype(values):
     for v in values:
-        if isinstance(v, Tensor) and np.dtype(v.dtype).kind == "f":
-            return np.dtype(v.dtype)
-    return np.dtype(_creation.get_default_dtype())
+        if isinstance(v, Tensor) and numpy_dtype(v.dtype).kind == "f":
+            return numpy_dtype(v.dtype)
+    return numpy_dtype(_creation.get_default_dtype())
 
 
-def as_float(value, dtype):
+def as_float(value, dtype, like=None):
     """``value`` as a Tensor of the float ``dtype`` (Tensors of that dtype pass through, so
-    their graph is kept; numbers and arrays are wrapped)."""
+    their graph is kept; numbers and arrays are wrapped, on the device of the Tensor
+    ``like`` when given)."""
     if isinstance(value, Tensor):
-        return value if np.dtype(value.dtype) == dtype else _ops.to_dtype(value, dtype)
+        return value if numpy_dtype(value.dtype) == dtype else _ops.to_dtype(value, dtype)
     if isinstance(value, (int, float, np.ndarray, np.generic, list, tuple)):
-        return _creation.tensor(np.asarray(value, dtype=dtype))
+        return beside_of(like, np.array(value, dtype=dtype))
     raise ValueError(f"Input arguments must all be instances of numbers or Tensors, got "
                      f"{type(value).__name__}")
 
@@ -39,7 +41,8 @@ def broadcast_all(*values):
     broadcast_all``. Raises ValueError for an argument that is neither a number nor a
     Tensor (or array)."""
     dtype = _float_dtype(values)
-    tensors = [as_float(v, dtype) for v in values]
+    like = next((v for v in values if isinstance(v, Tensor)), None)  # numbers go beside it
+    tensors = [as_float(v, dtype, like) for v in values]
     shape = tuple(np.broadcast_shapes(*[tuple(t.shape) for t in tensors]))
     return tuple(t if tuple(t.shape) == shape else _ops.broadcast_to(t, shape) for t in tensors)
 
@@ -53,7 +56,7 @@ def sum_rightmost(value, dim):
 
 def clamp_probs(probs):
     """Probabilities clamped to ``[eps, 1 - eps]`` (eps of their dtype)."""
-    eps = float(np.finfo(np.dtype(probs.dtype)).eps)
+    eps = float(np.finfo(numpy_dtype(probs.dtype)).eps)
     return _ops.clamp(probs, eps, 1 - eps)
 
 
@@ -71,6 +74,12 @@ def probs_to_logits(probs, is_binary=False):
 def softplus(x):
     """``log(1 + e^x)`` without the linear cut-off of ``nn.functional.softplus``."""
     return _ops.softplus(x, threshold=math.inf)
+
+
+def beside_of(like, array):
+    """NumPy ``array`` as a Tensor on the device of the Tensor ``like`` (on the CPU when
+    ``like`` is None): host-side draws and constants that then meet ``like``."""
+    return wrap(array if like is None else beside(array, like._data))
 
 
 def values_of(t):
@@ -242,7 +251,8 @@ class Distribution:
         return f"{type(self).__name__}({args})"
 
 
-def _draw(fn, shape, dtype):
-    """A Tensor of ``fn(generator, shape)`` from the default generator, in ``dtype``."""
+def _draw(fn, shape, dtype, like=None):
+    """A Tensor of ``fn(generator, shape)`` from the default generator, in ``dtype``, on
+    ``like``'s device (drawn on the host, then copied there)."""
     data = fn(_creation.default_generator, tuple(shape))
-    return wrap(np.asarray(data).astype(dtype))
+    return beside_of(like, np.asarray(data).astype(numpy_dtype(dtype)))

@@ -49,7 +49,7 @@ def _kl_binomial_binomial(p, q):
                                   "p.total_count is not implemented")
     kl = p.total_count * (p.probs * (p.logits - q.logits) + _ops.log1p(-p.probs)
                           - _ops.log1p(-q.probs))
-    inf = _creation.full(tuple(kl.shape), math.inf, dtype=kl.dtype)
+    inf = _creation.full(tuple(kl.shape), math.inf, dtype=kl.dtype, device=kl.device)
     return _ops.where(p.total_count > q.total_count, inf, kl)
 
 

@@ -11,10 +11,11 @@ import numpy as np
 
 from .. import _creation
 from .. import ops as _ops
+from ..backend import numpy_dtype
 from . import constraints
 from .continuous import Normal, _LocationScale, _standard_normal, _uniform, standard_gamma_rsample
 from .discrete import _as_tensor, _one_of, _ProbsOrLogits
-from .distribution import Distribution, as_float, broadcast_all, softplus, values_of
+from .distribution import Distribution, as_float, beside_of, broadcast_all, softplus, values_of
 
 __all__ = ["StudentT", "Cauchy", "HalfNormal", "HalfCauchy", "Gumbel", "Geometric"]
 
@@ -22,7 +23,7 @@ _EULER_GAMMA = 0.57721566490153286060
 
 
 def _nan_like(x):
-    return _creation.full(tuple(x.shape), float("nan"), dtype=x.dtype)
+    return _creation.full(tuple(x.shape), float("nan"), dtype=x.dtype, device=x.device)
 
 
 class StudentT(Distribution):
@@ -57,12 +58,13 @@ class StudentT(Distribution):
     def variance(self):
         df = self.df
         v = self.scale ** 2 * df / (df - 2)
-        v = _ops.where(df > 2, v, _creation.full(tuple(df.shape), math.inf, dtype=df.dtype))
+        v = _ops.where(df > 2, v, _creation.full(tuple(df.shape), math.inf, dtype=df.dtype,
+                                                     device=df.device))
         return _ops.where(df > 1, v, _nan_like(df))
 
     def rsample(self, sample_shape=()):
         shape = tuple(self._extended_shape(sample_shape))
-        x = _standard_normal(shape, self.df.dtype)
+        x = _standard_normal(shape, self.df.dtype, self.df)
         z = 2 * standard_gamma_rsample(_ops.broadcast_to(0.5 * self.df, shape))  # Chi2(df)
         return self.loc + self.scale * x * _ops.rsqrt(z / self.df)
 
@@ -100,11 +102,12 @@ class Cauchy(_LocationScale):
 
     @property
     def variance(self):
-        return _creation.full(tuple(self.loc.shape), math.inf, dtype=self.loc.dtype)
+        return _creation.full(tuple(self.loc.shape), math.inf, dtype=self.loc.dtype,
+                              device=self.loc.device)
 
     def rsample(self, sample_shape=()):
         shape = tuple(self._extended_shape(sample_shape))
-        eps = _ops.tan(math.pi * (_uniform(shape, self.loc.dtype) - 0.5))
+        eps = _ops.tan(math.pi * (_uniform(shape, self.loc.dtype, self.loc) - 0.5))
         return self.loc + eps * self.scale
 
     def log_prob(self, value):
@@ -117,7 +120,7 @@ class Cauchy(_LocationScale):
         return _ops.atan((value - self.loc) / self.scale) / math.pi + 0.5
 
     def icdf(self, value):
-        value = as_float(value, np.dtype(self.loc.dtype))
+        value = as_float(value, numpy_dtype(self.loc.dtype), self.loc)
         return _ops.tan(math.pi * (value - 0.5)) * self.scale + self.loc
 
     def entropy(self):
@@ -148,14 +151,14 @@ class _Half(Distribution):
     def log_prob(self, value):
         value = self._value(value, self.scale.dtype)
         lp = self._base.log_prob(value) + math.log(2)
-        return _ops.where(value >= 0, lp, _creation.full((), -math.inf, dtype=lp.dtype))
+        return _ops.where(value >= 0, lp, -math.inf)
 
     def cdf(self, value):
         value = self._value(value, self.scale.dtype)
         return 2 * self._base.cdf(value) - 1
 
     def icdf(self, prob):
-        return self._base.icdf((as_float(prob, np.dtype(self.scale.dtype)) + 1) / 2)
+        return self._base.icdf((as_float(prob, numpy_dtype(self.scale.dtype), self.scale) + 1) / 2)
 
     def entropy(self):
         return self._base.entropy() - math.log(2)
@@ -190,7 +193,8 @@ class HalfCauchy(_Half):
 
     @property
     def mean(self):
-        return _creation.full(tuple(self.scale.shape), math.inf, dtype=self.scale.dtype)
+        return _creation.full(tuple(self.scale.shape), math.inf, dtype=self.scale.dtype,
+                              device=self.scale.device)
 
     @property
     def variance(self):
@@ -224,8 +228,9 @@ class Gumbel(_LocationScale):
 
     def rsample(self, sample_shape=()):
         shape = tuple(self._extended_shape(sample_shape))
-        finfo = np.finfo(np.dtype(self.loc.dtype))
-        u = _ops.clamp(_uniform(shape, self.loc.dtype), float(finfo.tiny), 1 - float(finfo.eps))
+        finfo = np.finfo(numpy_dtype(self.loc.dtype))
+        u = _ops.clamp(_uniform(shape, self.loc.dtype, self.loc), float(finfo.tiny),
+                       1 - float(finfo.eps))
         return self.loc - self.scale * _ops.log(-_ops.log(u))
 
     def log_prob(self, value):
@@ -238,7 +243,7 @@ class Gumbel(_LocationScale):
         return _ops.exp(-_ops.exp(-(value - self.loc) / self.scale))
 
     def icdf(self, value):
-        value = as_float(value, np.dtype(self.loc.dtype))
+        value = as_float(value, numpy_dtype(self.loc.dtype), self.loc)
         return self.loc - self.scale * _ops.log(-_ops.log(value))
 
     def entropy(self):
@@ -283,13 +288,13 @@ class Geometric(_ProbsOrLogits, Distribution):
 
     def sample(self, sample_shape=()):
         shape = tuple(self._extended_shape(sample_shape))
-        dt = np.dtype(self._param.dtype)
+        dt = numpy_dtype(self._param.dtype)
         tiny = np.finfo(dt).tiny
         u = np.clip(_creation.default_generator.random(shape), tiny, 1.0)
         p = np.broadcast_to(values_of(self.probs), shape)
         with np.errstate(divide="ignore"):
             draws = np.floor(np.log(u) / np.log1p(-p))
-        return _creation.tensor(draws.astype(dt))
+        return beside_of(self._param, draws.astype(dt))
 
     def log_prob(self, value):
         value = self._value(value, self._param.dtype)

@@ -11,6 +11,7 @@ from .. import _creation
 from .. import linalg as _linalg
 from .. import ops as _ops
 from .._tensor import Tensor
+from ..backend import numpy_dtype
 from . import constraints
 from .distribution import Distribution, _draw, as_float, sum_rightmost
 
@@ -38,7 +39,7 @@ def precision_to_scale_tril(P):
     transposed is ``L^-1``, then one triangular solve (PyTorch's multivariate_normal.py)."""
     Lf = _linalg.cholesky(_ops.flip(P, (-2, -1)))
     L_inv = _mT(_ops.flip(Lf, (-2, -1)))
-    eye = _creation.eye(P.shape[-1], dtype=P.dtype)
+    eye = _creation.eye(P.shape[-1], dtype=P.dtype, device=P.device)
     return _linalg.solve_triangular(L_inv, eye, upper=False)
 
 
@@ -74,9 +75,9 @@ class MultivariateNormal(Distribution):
         if len(given) != 1:
             raise ValueError("Exactly one of covariance_matrix or precision_matrix or "
                              "scale_tril may be specified.")
-        dtype = next((np.dtype(v.dtype) for v in (loc, given[0])
-                      if isinstance(v, Tensor) and np.dtype(v.dtype).kind == "f"),
-                     np.dtype(_creation.get_default_dtype()))
+        dtype = next((numpy_dtype(v.dtype) for v in (loc, given[0])
+                      if isinstance(v, Tensor) and numpy_dtype(v.dtype).kind == "f"),
+                     numpy_dtype(_creation.get_default_dtype()))
         loc = as_float(loc, dtype)
         matrix = as_float(given[0], dtype)
         if loc.dim() < 1:
@@ -116,7 +117,8 @@ class MultivariateNormal(Distribution):
     def precision_matrix(self):
         L = self._unbroadcasted_scale_tril
         n = self._event_shape[0]
-        L_inv = _linalg.solve_triangular(L, _creation.eye(n, dtype=L.dtype), upper=False)
+        L_inv = _linalg.solve_triangular(L, _creation.eye(n, dtype=L.dtype, device=L.device),
+                                      upper=False)
         return self._full(_ops.matmul(_mT(L_inv), L_inv), (n, n))
 
     @property
@@ -138,7 +140,8 @@ class MultivariateNormal(Distribution):
 
     def rsample(self, sample_shape=()):
         shape = self._extended_shape(sample_shape)
-        eps = _draw(lambda g, s: g.standard_normal(s), shape, np.dtype(self.loc.dtype))
+        eps = _draw(lambda g, s: g.standard_normal(s), shape, numpy_dtype(self.loc.dtype),
+                    self.loc)
         L = self._unbroadcasted_scale_tril
         return self.loc + _ops.squeeze(_ops.matmul(L, _ops.unsqueeze(eps, -1)), -1)
 

@@ -21,6 +21,7 @@ import numpy as np
 from .. import _creation
 from .. import ops as _ops
 from .._tensor import Tensor
+from ..backend import numpy_dtype
 from . import constraints
 from .distribution import softplus, sum_rightmost
 
@@ -301,11 +302,11 @@ class SigmoidTransform(Transform):
     codomain = constraints.unit_interval
 
     def _call(self, x):
-        finfo = np.finfo(np.dtype(x.dtype))
+        finfo = np.finfo(numpy_dtype(x.dtype))
         return _ops.clamp(_ops.sigmoid(x), float(finfo.tiny), 1.0 - float(finfo.eps))
 
     def _inverse(self, y):
-        finfo = np.finfo(np.dtype(y.dtype))
+        finfo = np.finfo(numpy_dtype(y.dtype))
         y = _ops.clamp(y, float(finfo.tiny), 1.0 - float(finfo.eps))
         return _ops.log(y) - _ops.log1p(-y)
 

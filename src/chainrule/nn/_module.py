@@ -3,14 +3,16 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 from collections import OrderedDict
 from collections.abc import Mapping
 
 import numpy as np
 
 from .._state import no_grad
-from .._tensor import Tensor, _fill, check_grad_dtype, wrap
-from ..backend import numpy_dtype
+from .._tensor import Tensor, _copy_data, _fill, check_grad_dtype, wrap
+from ..backend import dtype_kind, numpy_dtype
 from ._hooks import add_hook, call_with_hooks
 
 __all__ = ["Parameter", "Buffer", "Module", "Sequential", "ModuleList", "ModuleDict",
@@ -65,12 +67,12 @@ class Parameter(Tensor):
             return memo[id(self)]
         # PyTorch's Parameter copies data and requires_grad, not .grad (a plain tensor's
         # deepcopy keeps its .grad)
-        p = Parameter(np.array(self._data, copy=True), self._requires_grad)
+        p = Parameter(wrap(_copy_data(self._data)), self._requires_grad)  # (on its device)
         memo[id(self)] = p
         return p
 
     def __reduce_ex__(self, protocol):
-        return (Parameter, (np.array(self._data), bool(self._requires_grad)))
+        return (Parameter, (np.array(self._host()), bool(self._requires_grad)))  # (host data)
 
 
 class Buffer(Tensor):
@@ -107,6 +109,26 @@ class Module:
     """
 
     training: bool
+
+    def __init_subclass__(cls, **kwargs):
+        # chainrule's own layers take PyTorch's factory keyword ``device=``: their
+        # parameters and buffers are made, then moved there (a user's subclass is left as
+        # written, as PyTorch leaves it)
+        super().__init_subclass__(**kwargs)
+        init = cls.__dict__.get("__init__")
+        if init is None or not cls.__module__.startswith("chainrule.") or \
+                "device" not in inspect.signature(init).parameters:
+            return
+        signature = inspect.signature(init)
+
+        @functools.wraps(init)
+        def __init__(self, *args, **kw):
+            init(self, *args, **kw)
+            device = signature.bind(self, *args, **kw).arguments.get("device")
+            if device is not None and str(device) != "cpu":
+                self.to(device)
+
+        cls.__init__ = __init__
 
     def __init__(self):
         object.__setattr__(self, "training", True)
@@ -370,7 +392,7 @@ class Module:
             if set_to_none:
                 p.grad = None
             else:
-                p.grad = wrap(np.zeros_like(p.grad._data))
+                p.grad = p.grad.detach().new_zeros(tuple(p.grad.shape))
 
     def apply(self, fn):
         """Call ``fn(module)`` on every descendant, then on self (children first);
@@ -412,14 +434,14 @@ class Module:
                 dtype = a
         if device is not None and str(device) == "meta":
             self._apply_to_tensors(lambda t, is_param: wrap(np.full(
-                t.shape, np.nan if t.dtype.kind == "f" else 0, dtype=numpy_dtype(t.dtype))))
+                t.shape, np.nan if dtype_kind(t.dtype) == "f" else 0, dtype=numpy_dtype(t.dtype))))
             device = None
 
         def convert(t, is_param):
             out = t
             if device is not None and t.device != device:  # a copy (to or from a GPU)
                 out = wrap(out.detach().to(device)._data)
-            if dtype is not None and t.dtype.kind == "f" and \
+            if dtype is not None and dtype_kind(t.dtype) == "f" and \
                     numpy_dtype(dtype) != numpy_dtype(t.dtype):
                 out = out.detach().to(dtype)
             return out
@@ -563,7 +585,9 @@ class Module:
                             value = Parameter(value, requires_grad=param.requires_grad)
                     setattr(self, name, value)
                 else:
-                    param.copy_(wrap(np.array(value._data, copy=True)))
+                    value = value.detach()  # a copy, on the parameter's device
+                    param.copy_(value.clone() if value.device == param.device else
+                                value.to(param.device))
         extra_key = prefix + "_extra_state"
         if self._has_extra_state("set_extra_state"):
             if extra_key in state_dict:
@@ -1042,7 +1066,7 @@ class ParameterList(Module):
         return self.extend(values)
 
     def extra_repr(self):
-        return "\n".join(f"  ({i}): " + _param_line(p, str(np.dtype(p.dtype)))
+        return "\n".join(f"  ({i}): " + _param_line(p, str(numpy_dtype(p.dtype)))
                          for i, p in enumerate(self))
 
     def forward(self, *args, **kwargs):
@@ -1084,7 +1108,7 @@ class ParameterDict(_DictOf):
     def extra_repr(self):
         lines = []
         for k, p in self.items():
-            name = _TYPENAMES.get(str(np.dtype(p.dtype)), "Tensor") if isinstance(p, Tensor) \
+            name = _TYPENAMES.get(str(numpy_dtype(p.dtype)), "Tensor") if isinstance(p, Tensor) \
                 else ""
             lines.append(f"  ({k}): " + _param_line(p, "chainrule." + name))
         return "\n".join(lines)

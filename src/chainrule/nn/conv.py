@@ -23,7 +23,7 @@ import numpy as np
 from .. import _creation
 from .. import ops as _ops
 from .._dispatch import name_errors
-from .._tensor import wrap
+from ..backend import numpy_dtype
 from . import functional as F
 from ._module import Module
 from .functional import _size, _t
@@ -190,7 +190,7 @@ def _max_select(x, plane, pos, offsets, return_indices):
         flat = flat + ((p - off) * strides[i]).reshape(shape)
     flat = np.broadcast_to(flat, outs + tuple(p.shape[1] for p in pos)).reshape(
         (1, 1) + outs + (-1,)).astype(np.int64)
-    indices = _ops.take_along_dim(wrap(np.ascontiguousarray(flat)),
+    indices = _ops.take_along_dim(F._beside(idx, np.ascontiguousarray(flat)),
                                   _ops.unsqueeze(idx, -1), -1)
     return values, indices[..., 0]
 
@@ -357,7 +357,8 @@ def _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
         if not count_include_pad:
             start, end = np.maximum(start, 0), np.minimum(end, L)
         count = np.multiply.outer(count, end - start)
-    return _unbatch(total / wrap(count.astype(total.dtype)), unbatched)
+    return _unbatch(total / F._beside(total, count.astype(numpy_dtype(total.dtype))),
+                    unbatched)
 
 
 _AVG_DOC = """Average pooling over {n} spatial dim(s): input (N, C, {sp}) or (C, {sp}) ->
@@ -417,8 +418,8 @@ def _adaptive_avg(input, output_size, n, fname):
         cols = np.arange(L)
         avg = ((cols >= start[:, None]) & (cols < end[:, None])) / (end - start)[:, None]
         dim = 2 + i - (n + 2)  # the averaging matrix (O, L) applied to spatial dim i
-        out = _ops.matmul(out.transpose(dim, -1), wrap(avg.T.astype(x.dtype))).transpose(dim,
-                                                                                         -1)
+        avg_t = F._beside(x, avg.T.astype(numpy_dtype(x.dtype)))
+        out = _ops.matmul(out.transpose(dim, -1), avg_t).transpose(dim, -1)
     return _unbatch(out.contiguous(), unbatched)
 
 

@@ -29,11 +29,11 @@ import numpy as np
 from .. import ops as _ops
 from .._dispatch import name_errors
 from .._state import no_grad
-from .._tensor import wrap
+from ..backend import dtype_kind, numpy_dtype
 from . import conv as _cv
 from ._module import Module
 from .conv import _batched, _pad, _tup, _unbatch, _windows
-from .functional import _size, _t
+from .functional import _beside, _size, _t
 from .modules import _NormBase
 
 __all__ = ["ConvTranspose1d", "ConvTranspose2d", "Upsample", "UpsamplingNearest2d",
@@ -276,7 +276,7 @@ _LINEAR = {"linear": 3, "bilinear": 4, "trilinear": 5}
 
 def _is_int(v):
     return isinstance(v, numbers.Integral) or (hasattr(v, "ndim") and v.ndim == 0 and
-                                               np.dtype(v.dtype).kind in "iu")
+                                               dtype_kind(v.dtype) in "iu")
 
 
 def _nearest_index(L, o, scale, exact, ft, legacy):
@@ -484,8 +484,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         return (_cv.adaptive_avg_pool1d if dim == 1 else _cv.adaptive_avg_pool2d)(
             x, tuple(out_size))
     scales = [None] * dim if scales is None else scales
-    ft = np.float64 if x.dtype == np.float64 else np.float32  # PyTorch's opmath type
-    out = x
+    ft = np.float64 if numpy_dtype(x.dtype) == np.float64 else np.float32  # PyTorch's opmath
+    out, dt = x, numpy_dtype(x.dtype)
     for i in reversed(range(dim)):  # the last dim first, as PyTorch's separable kernels
         L, o, sc = spatial[i], out_size[i], scales[i]
         if mode in ("nearest", "nearest-exact"):
@@ -495,13 +495,13 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         shape = (o,) + (1,) * (dim - 1 - i)
         if mode == "bicubic":
             taps, weights = _cubic_weights(L, o, sc, align_corners)
-            terms = [_along(out, 2 + i, idx) * wrap(w.reshape(shape).astype(x.dtype))
+            terms = [_along(out, 2 + i, idx) * _beside(x, w.reshape(shape).astype(dt))
                      for idx, w in zip(taps, weights)]
             out = terms[0] + terms[1] + terms[2] + terms[3]
             continue
         i0, i1, l0, l1 = _linear_weights(L, o, sc, align_corners)
-        w0 = wrap(l0.reshape(shape).astype(x.dtype))
-        w1 = wrap(l1.reshape(shape).astype(x.dtype))
+        w0 = _beside(x, l0.reshape(shape).astype(dt))
+        w1 = _beside(x, l1.reshape(shape).astype(dt))
         out = _along(out, 2 + i, i0) * w0 + _along(out, 2 + i, i1) * w1
     return out.contiguous()  # row-major, as PyTorch's
 
@@ -621,13 +621,13 @@ def affine_grid(theta, size, align_corners=None):
         raise NotImplementedError(f"affine_grid only supports 4D and 5D sizes, for 2D and 3D "
                                   f"affine transforms, respectively. Got size {size}.")
     N, _, H, W = size
-    if tuple(theta.shape) != (N, 2, 3) or not np.dtype(theta.dtype).kind == "f":
+    if tuple(theta.shape) != (N, 2, 3) or not dtype_kind(theta.dtype) == "f":
         raise ValueError(f"Expected a batch of 2D affine matrices of shape Nx2x3 for size "
                          f"{size}. Got {tuple(theta.shape)}.")
     if min(size) <= 0:
         raise ValueError(f"Expected non-zero, positive output size. Got {size}")
 
-    dt = np.dtype(theta.dtype)
+    dt = numpy_dtype(theta.dtype)
 
     def lin(n):  # PyTorch's linspace(-1, 1, n) in theta's dtype (each entry rounded once,
         #         as its fused multiply-add), then (n - 1) / n
@@ -642,7 +642,7 @@ def affine_grid(theta, size, align_corners=None):
 
     xs, ys = np.meshgrid(lin(W), lin(H))  # (H, W) each
     base = np.stack([xs, ys, np.ones_like(xs)], -1).reshape(1, H * W, 3)
-    base = wrap(base.astype(dt))
+    base = _beside(theta, base.astype(dt))
     grid = _ops.matmul(base, _ops.transpose(theta, 1, 2))  # (N, H W, 2)
     return grid.reshape(N, H, W, 2)
 
@@ -661,8 +661,8 @@ def _reflect(coord, twice_low, twice_high):
     span = (twice_high - twice_low) / 2
     c = _ops.abs(coord - lo)
     flips = np.floor(np.asarray(c.detach().numpy()) / span)
-    extra = c - wrap((flips * span).astype(np.dtype(c.dtype)))
-    even = wrap(flips % 2 == 0)
+    extra = c - _beside(c, (flips * span).astype(numpy_dtype(c.dtype)))
+    even = _beside(c, flips % 2 == 0)
     return _ops.where(even, extra + lo, span - extra + lo)
 
 
@@ -724,29 +724,29 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     ix = _source_coord(g[..., 0], W, padding_mode, align_corners)  # (N, Ho, Wo)
     iy = _source_coord(g[..., 1], H, padding_mode, align_corners)
     flat = x.reshape(N, C, H * W)
-    dt = np.dtype(x.dtype)
+    dt = numpy_dtype(x.dtype)
 
     def pick(xi, yi):
         """input at the integer positions (xi, yi) (arrays (N, Ho, Wo)), 0 outside."""
         inside = (xi >= 0) & (xi < W) & (yi >= 0) & (yi < H)
         index = (np.clip(yi, 0, H - 1) * W + np.clip(xi, 0, W - 1)).astype(np.int64)
         index = np.broadcast_to(index.reshape(N, 1, Ho * Wo), (N, C, Ho * Wo))
-        vals = _ops.gather(flat, 2, wrap(np.ascontiguousarray(index)))
-        mask = wrap(inside.reshape(N, 1, Ho * Wo).astype(dt))
+        vals = _ops.gather(flat, 2, _beside(x, np.ascontiguousarray(index)))
+        mask = _beside(x, inside.reshape(N, 1, Ho * Wo).astype(dt))
         return (vals * mask).reshape(N, C, Ho, Wo)
 
     xv, yv = np.asarray(ix.detach().numpy()), np.asarray(iy.detach().numpy())
     if mode == "nearest":
         # the grid gets a zero gradient (not none), as PyTorch's
-        finite = wrap(np.isfinite(xv) & np.isfinite(yv))
-        zero = _ops.where(finite, ix * 0 + iy * 0, wrap(np.zeros((), dt)))
+        finite = _beside(x, np.isfinite(xv) & np.isfinite(yv))
+        zero = _ops.where(finite, ix * 0 + iy * 0, 0.0)
         with np.errstate(invalid="ignore"):
             xn, yn = np.rint(xv), np.rint(yv)
         xn = np.where(np.isfinite(xn), xn, -1).astype(np.int64)
         yn = np.where(np.isfinite(yn), yn, -1).astype(np.int64)
         return pick(xn, yn) + _ops.unsqueeze(zero, 1)
     x0, y0 = np.floor(xv), np.floor(yv)
-    x0t, y0t = wrap(x0.astype(dt)), wrap(y0.astype(dt))
+    x0t, y0t = _beside(x, x0.astype(dt)), _beside(x, y0.astype(dt))
     wx1, wy1 = ix - x0t, iy - y0t  # weights of the right / lower neighbours
     wx0, wy0 = 1 - wx1, 1 - wy1
     xi, yi = x0.astype(np.int64), y0.astype(np.int64)

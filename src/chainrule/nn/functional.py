@@ -26,7 +26,7 @@ from .._batched import Batched
 from .._state import STATE, no_grad
 from .._tensor import Tensor, wrap
 from ..autograd.function import Function
-from ..backend import beside, dtype_kind, numpy_dtype
+from ..backend import backend_of, beside, dtype_kind, numpy_dtype
 from ..ops.nn import binary_cross_entropy_terms
 
 __all__ = [
@@ -562,21 +562,28 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
         rows = np.unique(idx)
         with no_grad():
             w = weight._data
-            norms = np.linalg.norm(w[rows], ord=norm_type, axis=-1)
-            scale = np.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
-            w[rows] = w[rows] * scale[:, None].astype(w.dtype)
+            if w.__class__ is np.ndarray:
+                norms = np.linalg.norm(w[rows], ord=norm_type, axis=-1)
+                scale = np.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
+                w[rows] = w[rows] * scale[:, None].astype(w.dtype)
+            else:  # another backend's (a GPU's) rows: rescaled there
+                picked = weight.detach()[_beside(weight, rows)]
+                norms = _ops.vector_norm(picked, norm_type, -1)
+                scale = _ops.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
+                w[beside(rows, w)] = (picked * scale[:, None])._data
             weight._vc[0] += 1
     out = weight[idx]
     scale = None
     if padding_idx is not None and (idx == padding_idx).any():
-        scale = (idx != padding_idx)[..., None].astype(out.dtype)
+        scale = (idx != padding_idx)[..., None].astype(numpy_dtype(out.dtype))
     if scale_grad_by_freq and idx.size:
         # each row's gradient divided by how often the input picks it; the value unchanged
         _, inverse, counts = np.unique(idx, return_inverse=True, return_counts=True)
-        freq = (1.0 / counts[inverse.reshape(idx.shape)])[..., None].astype(out.dtype)
+        freq = (1.0 / counts[inverse.reshape(idx.shape)])[..., None].astype(
+            numpy_dtype(out.dtype))
         scale = freq if scale is None else scale * freq
     if scale is not None and (out.requires_grad or STATE.dual_level):
-        out = _ScaleRowGrads.apply(out, wrap(scale))
+        out = _ScaleRowGrads.apply(out, _beside(out, scale))
     return out
 
 
@@ -866,9 +873,11 @@ def _counted_mean(loss, w):
     (which scales only the counted entries) instead of ``0 * inf`` NaNs."""
     total = w.sum()
     d = total._data
-    if d.__class__ in (np.ndarray, np.float64, np.float32) and np.ndim(d) == 0 and d == 0:
-        return loss.sum() * 0.0 + math.nan
-    return loss.sum() / total
+    if d.__class__ in (np.ndarray, np.float64, np.float32) and np.ndim(d) == 0:
+        return loss.sum() * 0.0 + math.nan if d == 0 else loss.sum() / total
+    # another backend's data: the same without reading the total back to the host
+    none = total == 0
+    return _ops.where(none, math.nan, loss.sum() / _ops.where(none, 1.0, total))
 
 
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
@@ -1100,7 +1109,7 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
                               device=_t(input).device)
     else:
         var = _t(var)
-        if (var._data < 0).any():
+        if (var.detach() < 0).any():
             raise ValueError("gaussian_nll_loss: var has negative entry/entries")
     sv = tuple(var.shape)
     if sv != si:
@@ -1194,8 +1203,12 @@ def _dead_rows(mask):
     (..., L, 1) tensor, or None when there are none (or the data is not NumPy's). PyTorch's
     attention kernels (its ``_safe_softmax``) give such rows zero weights, not NaN."""
     d = mask._data
-    if d.__class__ is not np.ndarray or d.ndim != mask.ndim or d.ndim == 0:
+    if d.ndim != mask.ndim or d.ndim == 0 or (
+            d.__class__ is not np.ndarray and backend_of(d).lazy):
         return None
+    if d.__class__ is not np.ndarray:  # a device's data: checked there (one host sync)
+        dead = _ops.isneginf(mask.detach()).all(-1, keepdim=True)
+        return dead if dead.any() else None
     dead = np.isneginf(d).all(-1, keepdims=True)
     return wrap(dead) if dead.any() else None
 
@@ -1316,7 +1329,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
                            f"with shape [*, {', '.join(map(str, shape))}], but got input of "
                            f"size {list(x.shape)}")
     if eps is None:
-        eps = float(np.finfo(np.dtype(x.dtype)).eps)
+        eps = float(np.finfo(numpy_dtype(x.dtype)).eps)
     dims = tuple(range(x.ndim - len(shape), x.ndim))
     y = x * _ops.rsqrt(_ops.mean(x * x, dims, True) + eps)
     return y if weight is None else y * weight
@@ -1352,13 +1365,13 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     x2 = x.reshape(1, -1) if x.ndim <= 1 else x
     idx = np.asarray(_t(target).detach().numpy(), dtype=np.int64).reshape(-1)
     C = x2.shape[1]
-    picked = _ops.take_along_dim(x2, _t(idx.reshape(-1, 1)), 1)  # x_y, (N, 1)
+    picked = _ops.take_along_dim(x2, _beside(x, idx.reshape(-1, 1)), 1)  # x_y, (N, 1)
     terms = _ops.clamp(margin - picked + x2, min=0.0)
     if p == 2:
         terms = terms * terms
     if weight is not None:
-        terms = terms * _t(weight)[_t(idx)].reshape(-1, 1)
-    others = _t(np.arange(C)[None, :] != idx[:, None])
+        terms = terms * _t(weight)[_beside(x, idx)].reshape(-1, 1)
+    others = _beside(x, np.arange(C)[None, :] != idx[:, None])
     loss = _ops.sum(_ops.where(others, terms, 0.0), 1) / C
     if x.ndim <= 1:
         loss = loss.reshape(())
@@ -1472,8 +1485,8 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
     when ``training`` (chainrule's generator), times ``(lower + upper) / 2`` otherwise."""
     x = _t(input)
     if training:
-        slope = wrap(_creation.default_generator.uniform(lower, upper, tuple(x.shape))
-                     .astype(_float_dtype_of(x)))
+        slope = _beside(x, _creation.default_generator.uniform(lower, upper, tuple(x.shape))
+                        .astype(_float_dtype_of(x)))
     else:
         slope = (lower + upper) / 2.0
     return _ops.where(x >= 0, x, x * slope)
@@ -1734,7 +1747,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         return _ops.stack(outs) if outs else _creation.zeros((0, d), dtype=weight.dtype,
                                                               device=weight.device)
     # one (B, L) matrix that sums (or averages) each bag's rows
-    M = np.zeros((bags, flat.size), dtype=np.dtype(weight.dtype))
+    M = np.zeros((bags, flat.size), dtype=numpy_dtype(weight.dtype))
     for b, (s, e) in enumerate(zip(starts, ends)):
         k = keep[s:e]
         if mode == "mean" and k.any():
@@ -1743,7 +1756,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
             M[b, s:e] = k
     if per_sample_weights is not None:
         rows = rows * _ops.unsqueeze(_t(per_sample_weights).reshape(-1), -1)
-    return _ops.matmul(wrap(M), rows)
+    return _ops.matmul(_beside(rows, M), rows)
 
 
 __all__ += ["local_response_norm"]
@@ -1785,13 +1798,13 @@ def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
     (straight-through: ``y_hard - y_soft.detach() + y_soft``). Output: ``logits``' shape
     and dtype. ``eps`` is deprecated and unused (a UserWarning when set)."""
     logits = _t(logits)
-    if logits.dtype.kind not in "fc":  # before the draw, which a failing call must not make
-        raise (RuntimeError if logits.dtype.kind in "biu" else TypeError)(
+    if dtype_kind(logits.dtype) not in "fc":  # before the draw, which a failing call must not make
+        raise (RuntimeError if dtype_kind(logits.dtype) in "biu" else TypeError)(
             f"gumbel_softmax: expected floating-point logits, got {logits.dtype}")
     if eps != 1e-10:
         warnings.warn("`eps` parameter is deprecated and has no effect.", stacklevel=2)
     e = _creation.default_generator.exponential(size=tuple(logits.shape))
-    gumbels = wrap(-np.log(np.asarray(e)).astype(np.dtype(logits.dtype)))
+    gumbels = _beside(logits, -np.log(np.asarray(e)).astype(numpy_dtype(logits.dtype)))
     y_soft = softmax((logits + gumbels) / tau, dim)
     if not hard:
         return y_soft
@@ -1931,14 +1944,14 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
             nll, g = 0.0, np.zeros_like(g)
         losses[b] = nll
         grads[:in_len[b], b] = g
-    dt = np.dtype(lp_t.dtype)
-    G = wrap(grads.astype(dt))
+    dt = numpy_dtype(lp_t.dtype)
+    G = _beside(lp_t, grads.astype(dt))
     # the value is the losses; the gradient with respect to log_probs is G (per sample)
     s = (lp_t * G).sum((0, 2))
-    finite = wrap(np.isfinite(grads).all(axis=(0, 2)))
-    out = wrap(losses.astype(dt)) + _ops.where(finite, s - s.detach(), wrap(np.zeros((), dt)))
+    finite = _beside(lp_t, np.isfinite(grads).all(axis=(0, 2)))
+    out = _beside(lp_t, losses.astype(dt)) + _ops.where(finite, s - s.detach(), 0.0)
     if reduction == "mean":
-        out = (out / wrap(np.maximum(tg_len, 1).astype(dt))).mean()
+        out = (out / _beside(lp_t, np.maximum(tg_len, 1).astype(dt))).mean()
     elif reduction == "sum":
         out = out.sum()
     elif unbatched:

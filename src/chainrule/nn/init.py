@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 from .. import _creation
+from ..backend import beside, numpy_dtype
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "constant_", "ones_", "zeros_", "eye_",
            "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_",
@@ -24,8 +25,8 @@ def _rng():
 
 
 def _fill(tensor, values):
-    data = tensor._data
-    data[...] = np.asarray(values, dtype=data.dtype)
+    data = tensor._data  # values drawn on the host, then copied onto the tensor's device
+    data[...] = beside(np.asarray(values, dtype=numpy_dtype(data.dtype)), data)
     tensor._vc[0] += 1
     return tensor
 

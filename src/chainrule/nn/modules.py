@@ -15,6 +15,7 @@ import numpy as np
 from .. import _creation
 from .. import ops as _ops
 from .._tensor import wrap
+from ..backend import numpy_dtype
 from . import functional as F
 from . import init
 from ._module import Module, Parameter
@@ -33,7 +34,7 @@ __all__ = [
 
 
 def _dtype(dtype):
-    return np.dtype(_creation.get_default_dtype() if dtype is None else dtype)
+    return numpy_dtype(_creation.get_default_dtype() if dtype is None else dtype)
 
 
 def _empty(shape, dtype):

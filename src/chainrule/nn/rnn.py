@@ -151,7 +151,7 @@ _CELL_DOC = """
     Parameters ``weight_ih`` (G*hidden_size, input_size), ``weight_hh`` (G*hidden_size,
     hidden_size), ``bias_ih`` and ``bias_hh`` (G*hidden_size,) (None with ``bias=False``),
     G = {gates}, all from U(-1/sqrt(hidden_size), 1/sqrt(hidden_size)), of ``dtype`` (None:
-    chainrule's default float dtype; ``device`` is accepted and ignored).
+    chainrule's default float dtype), on ``device`` (drawn on the host, then moved there).
 
     Raises
     ------
@@ -428,7 +428,7 @@ _LAYER_DOC = """
     ``weight_hh_l{{k}}`` (G*hidden_size, H_out), ``bias_ih_l{{k}}`` and ``bias_hh_l{{k}}``
     (G*hidden_size,) (absent with ``bias=False``){params}, G = {gates}. All from
     U(-1/sqrt(hidden_size), 1/sqrt(hidden_size)), of ``dtype`` (None: chainrule's default
-    float dtype; ``device`` is accepted and ignored).
+    float dtype), on ``device`` (drawn on the host, then moved there).
 
     Raises
     ------

@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import _creation
 from .. import ops as _ops
-from .._tensor import wrap
+from ..backend import dtype_kind, numpy_dtype
 from . import functional as F
 from . import init
 from ._module import Module, ModuleList
@@ -39,10 +39,10 @@ def _additive_mask(mask, name, dtype, fname):
     if mask is None:
         return None
     m = F._t(mask)
-    if m.dtype == np.bool_:
+    if dtype_kind(m.dtype) == "b":
         return _creation.zeros(tuple(m.shape), dtype=dtype, device=m.device).masked_fill(
             m, float("-inf"))
-    if m.dtype.kind != "f":
+    if dtype_kind(m.dtype) != "f":
         raise AssertionError(f"{fname}: only bool and floating types of {name} are supported, "
                              f"got {m.dtype}")
     return m
@@ -178,7 +178,8 @@ def _mha(query, key, value, embed_dim_to_check, num_heads, in_proj_weight, in_pr
         mask = F.pad(mask, (0, extra))
     if causal:
         allowed = np.tril(np.ones((tgt_len, src_len + extra), dtype=bool))
-        mask = wrap(np.where(allowed, 0.0, -np.inf).astype(query.dtype))
+        mask = F._beside(query, np.where(allowed, 0.0, -np.inf).astype(
+            numpy_dtype(query.dtype)))
 
     # without weights PyTorch runs scaled_dot_product_attention: rows the mask blocks
     # entirely get zero weights there (NaN when the weights are returned)
@@ -567,5 +568,6 @@ class Transformer(Module):
     @staticmethod
     def generate_square_subsequent_mask(sz, device=None, dtype=None):
         """The (sz, sz) float causal mask: -inf above the diagonal, 0 elsewhere (``dtype``
-        default: chainrule's default float dtype)."""
-        return wrap(np.triu(np.full((sz, sz), -np.inf, dtype=_dtype(dtype)), 1))
+        default: chainrule's default float dtype), made on ``device``."""
+        return _creation.tensor(np.triu(np.full((sz, sz), -np.inf, dtype=_dtype(dtype)), 1),
+                                device=device)

@@ -14,6 +14,7 @@ import numpy as np
 
 from ..._state import no_grad
 from ..._tensor import Tensor, wrap
+from ...backend import beside, numpy_dtype
 from ...ops import cat
 from . import (
     parametrizations,  # noqa: F401  (weight_norm, spectral_norm as parametrisations)
@@ -54,7 +55,9 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
                            "`parameters` is non-finite, so it cannot be clipped. To disable "
                            "this error and scale the gradients by the non-finite norm anyway, "
                            "set `error_if_nonfinite=False`")
-    return wrap(np.array(total, dtype=np.dtype(tensors[0].dtype)))
+    # on the first tensor's device, as PyTorch's (the sum itself is taken on the host)
+    return wrap(beside(np.array(total, dtype=numpy_dtype(tensors[0].dtype)),
+                       tensors[0]._data))
 
 
 def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):

@@ -58,8 +58,8 @@ class _SpectralNorm(Module):
             self.n_power_iterations = n_power_iterations
             mat = self._reshape_weight_to_matrix(weight)
             h, w = mat.shape
-            u = _creation.randn(h, dtype=weight.dtype)
-            v = _creation.randn(w, dtype=weight.dtype)
+            u = _creation.randn(h, dtype=weight.dtype, device=weight.device)
+            v = _creation.randn(w, dtype=weight.dtype, device=weight.device)
             self.register_buffer("_u", F.normalize(u, dim=0, eps=eps))
             self.register_buffer("_v", F.normalize(v, dim=0, eps=eps))
             self._power_method(mat, 15)

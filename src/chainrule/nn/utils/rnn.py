@@ -44,7 +44,7 @@ def invert_permutation(permutation):
     p = _ints(permutation)
     out = np.empty_like(p)
     out[p] = np.arange(p.size, dtype=np.int64)
-    return wrap(out)
+    return F._beside(permutation, out) if isinstance(permutation, Tensor) else wrap(out)
 
 
 _PackedSequenceBase = namedtuple("PackedSequence_",
@@ -73,11 +73,16 @@ class PackedSequence(_PackedSequenceBase):
         data = self.data.to(*args, **kwargs)
         if data is self.data:
             return self
-        return type(self)(data, self.batch_sizes, self.sorted_indices, self.unsorted_indices)
+
+        def move(t):  # the permutations follow the data's device (batch_sizes stays on
+            return t if t is None or t.device == data.device else t.to(data.device)  # CPU)
+
+        return type(self)(data, self.batch_sizes, move(self.sorted_indices),
+                          move(self.unsorted_indices))
 
     def cpu(self):
-        """Itself (chainrule's tensors live on the CPU)."""
-        return self
+        """The sequence on the CPU (itself when it is there)."""
+        return self.to("cpu")
 
     def double(self):
         """``data`` as float64."""
@@ -89,8 +94,8 @@ class PackedSequence(_PackedSequenceBase):
 
     @property
     def is_cuda(self):
-        """False."""
-        return False
+        """Whether ``data`` is on a GPU."""
+        return self.data.is_cuda
 
     def is_pinned(self):
         """False."""
@@ -140,7 +145,7 @@ def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True)
         sorted_indices = None
     else:
         order = np.argsort(-lengths, kind="stable")
-        sorted_indices = wrap(order.astype(np.int64))
+        sorted_indices = F._beside(x, order.astype(np.int64))
         lengths = lengths[order]
         x = _ops.index_select(x, 1, sorted_indices)
     steps = int(lengths[0]) if lengths.size else 0
