@@ -496,3 +496,18 @@ def test_truth_and_reductions_against_torch():
         same(cr.all(cr.tensor(a), **kw), torch.all(torch.tensor(a), **kw))
         same(cr.any(cr.tensor(a), **kw), torch.any(torch.tensor(a), **kw))
     same(cr.logspace(-1, 2, 4), torch.logspace(-1, 2, 4, dtype=torch.float64))
+
+
+def test_number_arguments_take_one_element_tensors_that_need_no_grad():
+    # PyTorch's argument parser reads a 0-d tensor as the number; chainrule too, but it
+    # refuses one that requires grad (PyTorch would drop its gradient silently)
+    x = cr.tensor([1.0, 2.0])
+    expected = np.log1p(np.exp(2 * np.array([1.0, 2.0]))) / 2  # softplus with beta = 2
+    np.testing.assert_allclose(cr.nn.functional.softplus(x, beta=cr.tensor(2.0)).numpy(),
+                               expected, rtol=1e-12)
+    np.testing.assert_allclose(cr.norm(x, p=cr.tensor(3.0)).item(), 9 ** (1 / 3), rtol=1e-12)
+    assert cr.tensordot(x, x, dims=cr.tensor(1)).item() == 5.0
+    with pytest.raises(RuntimeError, match="beta is a number that is not differentiated"):
+        cr.nn.functional.softplus(x, beta=cr.tensor(2.0, requires_grad=True))
+    with pytest.raises(TypeError, match="beta must be a number"):
+        cr.nn.functional.softplus(x, beta=cr.tensor([2.0, 3.0]))

@@ -15,6 +15,7 @@ from .._creation import zeros
 from .._tensor import Tensor
 from ..backend import numpy_dtype
 from ..ops import diagonal_scatter, movedim
+from ..ops._dims import number_arg
 from ..ops.torch_more import _t
 from . import decomp, pseudoinverse, solves
 from . import lu_family as _lu
@@ -116,6 +117,7 @@ def tensordot(a, b, dims=2, out=None):
     from ..ops import matmul, permute
 
     a, b = _t(a), _t(b)
+    dims = number_arg(dims, "tensordot", "dims") if getattr(dims, "ndim", 1) == 0 else dims
     if isinstance(dims, int):
         if dims < 0:
             raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")

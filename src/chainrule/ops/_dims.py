@@ -44,3 +44,20 @@ def wrap_dims(dims, ndim, op):
             raise RuntimeError(f"{op}: dim {w} appears multiple times in the list of dims")
         out.append(w)
     return tuple(out)
+
+
+def number_arg(value, op, name):
+    """A number argument (``beta``, ``p``, ``dims``) given as a one-element tensor, as
+    PyTorch's argument parser takes it: its value. Such an argument is not differentiated,
+    so a tensor that requires grad raises RuntimeError rather than lose its gradient
+    silently (PyTorch drops it)."""
+    if not hasattr(value, "_requires_grad"):  # not a Tensor: as it is
+        return value
+    if value.numel() != 1:
+        raise TypeError(f"{op}: {name} must be a number, got a tensor of shape "
+                        f"{tuple(value.shape)}")
+    if value.requires_grad:
+        raise RuntimeError(f"{op}: {name} is a number that is not differentiated, and the "
+                           f"tensor given for it requires grad (its gradient would be "
+                           f"lost); pass {name}.detach() or a float")
+    return value.item()

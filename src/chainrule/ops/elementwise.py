@@ -26,6 +26,7 @@ from ..backend import (
     on_device_of,
     xp_kernel,
 )
+from ._dims import number_arg
 
 __all__ = [
     "add", "sub", "mul", "div", "true_divide", "pow", "neg", "abs", "sign", "exp", "log",
@@ -517,8 +518,10 @@ erf = _unary(ERF, "Elementwise error function.")
 
 @documented(SOFTPLUS)
 def softplus(input, beta=1.0, threshold=20.0):
-    """``log(1 + exp(beta x)) / beta``, linear where ``beta x > threshold``."""
-    return apply(SOFTPLUS, (input,), (beta, threshold))
+    """``log(1 + exp(beta x)) / beta``, linear where ``beta x > threshold`` (numbers, or
+    one-element tensors that do not require grad)."""
+    return apply(SOFTPLUS, (input,), (number_arg(beta, "softplus", "beta"),
+                                      number_arg(threshold, "softplus", "threshold")))
 
 
 def _integer_bounds(input, min, max, lo, hi):

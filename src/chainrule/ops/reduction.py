@@ -19,7 +19,7 @@ from .._dispatch import apply, name_errors
 from .._table import Singular, defop, documented
 from .._tensor import Tensor
 from ..backend import backend_of, dtype_kind, numpy_dtype, on_device_of, xp_kernel
-from ._dims import wrap_dim, wrap_dims
+from ._dims import number_arg, wrap_dim, wrap_dims
 from .elementwise import keep
 
 __all__ = ["sum", "mean", "prod", "amax", "amin", "max", "min", "var", "std", "logsumexp",
@@ -524,6 +524,7 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     (all entries when None); ``p="nuc"`` the nuclear norm (the sum of the singular
     values, ``chainrule.linalg.matrix_norm``) over the two dims ``dim`` (the last two of a
     2-D input when None)."""
+    p = number_arg(p, "norm", "p")
     if p == "fro":
         p = 2
     if p == "nuc":
