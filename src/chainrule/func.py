@@ -992,7 +992,10 @@ def _vmap_batched(func, leaves, dims, spec, B, kwargs, out_dims):
                                  f"[{-(o.ndim + 1)}, {o.ndim}], but got {d}) for out_dims of "
                                  f"output leaf {k}")
             d %= o.ndim + 1
-            stacked.append(wrap(np.ascontiguousarray(rows if d == 0 else np.moveaxis(rows, 0, d))))
+            out = rows if d == 0 else np.moveaxis(rows, 0, d)
+            # the batch as it is (any strides, as torch.func's results); a read-only one (a
+            # broadcast of an output that does not depend on the batch) is copied
+            stacked.append(wrap(out if out.flags.writeable else np.array(out)))
         return tree_unflatten(stacked, out_spec)
     except NotBatchable:
         return None
