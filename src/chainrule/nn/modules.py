@@ -348,6 +348,26 @@ class BatchNorm1d(_NormBase):
                 f"track_running_stats={self.track_running_stats}")
 
 
+def _lookup_table(module, padding_idx, dtype, weight, freeze, word):
+    """Embedding's and EmbeddingBag's ``weight`` (num_embeddings, embedding_dim): from
+    N(0, 1) with the ``padding_idx`` row zeroed, or the given ``weight`` (frozen with
+    ``freeze``). Returns ``padding_idx`` made non-negative; AssertionError, as PyTorch's
+    (``word`` its spelling there), when it is out of range."""
+    n = module.num_embeddings
+    if padding_idx is not None:
+        if not -n <= padding_idx < n:
+            raise AssertionError(f"{word} must be within num_embeddings")
+        padding_idx %= n
+    if weight is None:
+        module.weight = _empty((n, module.embedding_dim), dtype)
+        init.normal_(module.weight)
+        if padding_idx is not None:
+            module.weight._data[padding_idx] = 0
+    else:
+        module.weight = Parameter(weight, requires_grad=not freeze)
+    return padding_idx
+
+
 class Embedding(Module):
     """A lookup table: integer input (\\*) -> (\\*, embedding_dim); ``weight`` from N(0, 1),
     its ``padding_idx`` row zeroed (and never updated by the gradient)."""
@@ -357,19 +377,10 @@ class Embedding(Module):
                  _freeze=False, device=None, dtype=None):
         super().__init__()
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
-        if padding_idx is not None:
-            if not -num_embeddings <= padding_idx < num_embeddings:
-                raise AssertionError("Padding_idx must be within num_embeddings")
-            padding_idx %= num_embeddings
-        self.padding_idx, self.max_norm, self.norm_type = padding_idx, max_norm, norm_type
+        self.padding_idx = _lookup_table(self, padding_idx, dtype, _weight, _freeze,
+                                         "Padding_idx")
+        self.max_norm, self.norm_type = max_norm, norm_type
         self.scale_grad_by_freq, self.sparse = scale_grad_by_freq, sparse
-        if _weight is None:
-            self.weight = _empty((num_embeddings, embedding_dim), dtype)
-            init.normal_(self.weight)
-            if padding_idx is not None:
-                self.weight._data[padding_idx] = 0
-        else:
-            self.weight = Parameter(_weight, requires_grad=not _freeze)
 
     @classmethod
     def from_pretrained(cls, embeddings, freeze=True, padding_idx=None, max_norm=None,
@@ -409,18 +420,8 @@ class EmbeddingBag(Module):
         self.max_norm, self.norm_type = max_norm, norm_type
         self.scale_grad_by_freq, self.mode, self.sparse = scale_grad_by_freq, mode, sparse
         self.include_last_offset = include_last_offset
-        if padding_idx is not None:
-            if not -num_embeddings <= padding_idx < num_embeddings:
-                raise AssertionError("padding_idx must be within num_embeddings")
-            padding_idx %= num_embeddings
-        self.padding_idx = padding_idx
-        if _weight is None:
-            self.weight = _empty((num_embeddings, embedding_dim), dtype)
-            init.normal_(self.weight)
-            if padding_idx is not None:
-                self.weight._data[padding_idx] = 0
-        else:
-            self.weight = Parameter(_weight)
+        self.padding_idx = _lookup_table(self, padding_idx, dtype, _weight, False,
+                                         "padding_idx")
 
     @classmethod
     def from_pretrained(cls, embeddings, freeze=True, max_norm=None, norm_type=2.0,
