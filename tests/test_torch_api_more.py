@@ -511,3 +511,23 @@ def test_number_arguments_take_one_element_tensors_that_need_no_grad():
         cr.nn.functional.softplus(x, beta=cr.tensor(2.0, requires_grad=True))
     with pytest.raises(TypeError, match="beta must be a number"):
         cr.nn.functional.softplus(x, beta=cr.tensor([2.0, 3.0]))
+
+
+def test_dims_and_counts_given_as_integer_tensors():
+    # torch.sort(x, dim=torch.tensor(-1)) and friends: a one-element integer tensor is read
+    # as the int (round's decimals made a tensor of a tensor before; dropout's p failed)
+    x = cr.tensor(np.arange(6.0).reshape(2, 3)[:, ::-1].copy())
+    d = cr.tensor(-1)
+    np.testing.assert_array_equal(cr.sort(x, dim=d).values.numpy(), cr.sort(x, -1).values.numpy())
+    assert x.sum(cr.tensor(0)).tolist() == x.sum(0).tolist()
+    assert cr.stack([x, x], dim=cr.tensor(1)).shape == (2, 2, 3)
+    assert cr.flatten(x, start_dim=cr.tensor(0)).shape == (6,)
+    np.testing.assert_allclose(cr.nn.functional.normalize(x, dim=cr.tensor(1)).numpy(),
+                               cr.nn.functional.normalize(x, dim=1).numpy())
+    assert cr.round(cr.tensor([1.26, 2.34]), decimals=cr.tensor(1)).tolist() == [1.3, 2.3]
+    cr.manual_seed(3)
+    a = cr.nn.functional.dropout(x, p=cr.tensor(0.5))
+    cr.manual_seed(3)
+    np.testing.assert_array_equal(a.numpy(), cr.nn.functional.dropout(x, p=0.5).numpy())
+    with pytest.raises(TypeError, match="dim must be an int"):
+        x.sum(cr.tensor(0.5))

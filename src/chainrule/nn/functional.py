@@ -27,6 +27,7 @@ from .._state import STATE, no_grad
 from .._tensor import Tensor, wrap
 from ..autograd.function import Function
 from ..backend import backend_of, beside, dtype_kind, numpy_dtype
+from ..ops._dims import number_arg
 from ..ops.nn import binary_cross_entropy_terms
 
 __all__ = [
@@ -379,8 +380,7 @@ def dropout(input, p=0.5, training=True, inplace=False):
     ``chainrule.manual_seed`` makes it reproducible.
 
     Raises ValueError for ``p`` outside [0, 1]."""
-    if p < 0.0 or p > 1.0:
-        raise ValueError(f"dropout: dropout probability has to be between 0 and 1, but got {p}")
+    p = _check_p(p, "dropout")
     if not training or p == 0.0:
         return input
     input = _dropout_input(input, "dropout")
@@ -1419,13 +1419,16 @@ def _channel_mask(x, p, fname, batched_ndim):
 
 
 def _check_p(p, fname):
+    """``p`` as a number (a one-element tensor read as one); ValueError outside [0, 1]."""
+    p = number_arg(p, fname, "p")
     if p < 0.0 or p > 1.0:
         raise ValueError(f"{fname}: dropout probability has to be between 0 and 1, but got {p}")
+    return p
 
 
 def _channel_dropout(input, p, training, fname, batched_ndim):
     """Whole channels zeroed with probability ``p``, the rest scaled by ``1 / (1 - p)``."""
-    _check_p(p, fname)
+    p = _check_p(p, fname)
     if not training or p == 0.0:
         return input
     x = _dropout_input(input, fname)
@@ -1460,7 +1463,7 @@ def alpha_dropout(input, p=0.5, training=False, inplace=False):
     """Dropout that keeps SELU's zero mean and unit variance: dropped entries are set to
     ``-scale * alpha`` of SELU, then an affine map ``a x + b`` restores the moments
     (Klambauer et al. 2017, sec. "New dropout technique"), as PyTorch's."""
-    _check_p(p, "alpha_dropout")
+    p = _check_p(p, "alpha_dropout")
     if not training or p == 0.0:
         return input
     x = _t(input)
@@ -1471,7 +1474,7 @@ def alpha_dropout(input, p=0.5, training=False, inplace=False):
 
 def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
     """:func:`alpha_dropout` with whole channels dropped."""
-    _check_p(p, "feature_alpha_dropout")
+    p = _check_p(p, "feature_alpha_dropout")
     if not training or p == 0.0:
         return input
     x = _t(input)
@@ -1531,7 +1534,7 @@ def dropout1d(input, p=0.5, training=True, inplace=False):
 
     Raises ValueError for ``p`` outside [0, 1], RuntimeError for an input that is not 2-D
     or 3-D."""
-    _check_p(p, "dropout1d")
+    p = _check_p(p, "dropout1d")
     ndim = len(_shape(input))
     if ndim not in (2, 3):
         raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {ndim}D input. "

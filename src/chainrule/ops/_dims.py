@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..backend import dtype_kind
+
 
 class DimensionError(IndexError, ValueError):
     """A dim argument a tensor does not have: an IndexError as in PyTorch, and a ValueError
@@ -25,6 +27,8 @@ def wrap_dim(dim, ndim, op, *, extra=0):
         n = ndim + extra or 1
         if -n <= dim < n:
             return dim % n
+    if hasattr(dim, "_requires_grad") and dtype_kind(dim.dtype) in "iu" and dim.numel() == 1:
+        dim = int(dim.item())  # a one-element integer tensor, as PyTorch's parser reads it
     if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)):
         raise TypeError(f"{op}: dim must be an int, got {type(dim).__name__} {dim!r}")
     n = max(ndim + extra, 1)

@@ -20,6 +20,7 @@ from .._dispatch import apply, name_errors
 from .._table import Rule, Singular, defop, documented, elementwise
 from .._tensor import Tensor
 from ..backend import NUMPY, dtype_kind, on_device_of, xp_kernel
+from ._dims import number_arg
 from .elementwise import (
     CALCULUS,
     _mask,
@@ -156,7 +157,7 @@ fix = trunc
 def round(input, *, decimals=0):  # noqa: A001 - PyTorch's name
     """Round half to even (``round(2.5) == 2``), to ``decimals`` decimal places (negative:
     to tens, hundreds, ...); zero gradient."""
-    return apply(ROUND, (input,), (decimals,))
+    return apply(ROUND, (input,), (number_arg(decimals, "round", "decimals"),))
 
 
 @name_errors

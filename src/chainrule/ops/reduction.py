@@ -35,7 +35,8 @@ def _dims(dim, ndim, op="reduction"):
     for a 0-d tensor, whose dim 0 / -1 is its only entry, as in PyTorch)."""
     if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
         return None
-    dims = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
+    dims = (dim,) if isinstance(dim, (int, np.integer)) or getattr(dim, "ndim", 1) == 0 \
+        else tuple(dim)  # (a 0-d integer tensor: one dim, read by wrap_dims)
     dims = wrap_dims(dims, ndim, op)
     return None if ndim == 0 else tuple(sorted(dims))
 
