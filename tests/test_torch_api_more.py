@@ -531,3 +531,7 @@ def test_dims_and_counts_given_as_integer_tensors():
     np.testing.assert_array_equal(a.numpy(), cr.nn.functional.dropout(x, p=0.5).numpy())
     with pytest.raises(TypeError, match="dim must be an int"):
         x.sum(cr.tensor(0.5))
+    logp = cr.nn.functional.log_softmax(x, 1)
+    target = cr.tensor([1, 2])
+    assert cr.nn.functional.nll_loss(logp, target, ignore_index=cr.tensor(1)).item() == \
+        cr.nn.functional.nll_loss(logp, target, ignore_index=1).item()

@@ -897,6 +897,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
         A target outside ``[0, C)`` (other than ``ignore_index``).
     """
     reduction = _legacy_reduction(size_average, reduce, reduction)
+    ignore_index = number_arg(ignore_index, "nll_loss", "ignore_index")
     _check_reduction(reduction, "nll_loss")
     x = _t(input)
     t = _index_array(target, "nll_loss", "target")
@@ -936,6 +937,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         A class index out of range.
     """
     reduction = _legacy_reduction(size_average, reduce, reduction)
+    ignore_index = number_arg(ignore_index, "cross_entropy", "ignore_index")
     _check_reduction(reduction, "cross_entropy")
     if not 0.0 <= label_smoothing <= 1.0:
         raise RuntimeError(f"cross_entropy: label_smoothing must be between 0.0 and 1.0. Got: "
