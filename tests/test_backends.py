@@ -321,6 +321,39 @@ def test_device_tensors_move_copy_deepcopy_and_pickle():
         fwAD.make_dual(x, cr.ones(3))
 
 
+def test_moving_a_tensor_that_requires_grad_is_differentiable():
+    # x.to(device), x.cpu() of a tensor in a graph (a loss moved to the host, a parameter
+    # moved to the input's device): recorded as PyTorch records it, in both modes
+    pytest.importorskip("array_api_strict")
+    from chainrule import func
+    from chainrule.autograd import forward_ad as fwAD
+
+    dev = "array_api_strict.device1"
+    a = np.array([0.5, 1.0, 2.0])
+    w = cr.tensor(a, requires_grad=True)
+    y = (w.to(dev) * 2).sin().sum().cpu()
+    assert y.device == "cpu" and y.grad_fn is not None
+    y.backward()
+    assert w.grad.device == "cpu"
+    np.testing.assert_allclose(w.grad.numpy(), 2 * np.cos(2 * a), rtol=1e-12)  # d sin(2w)
+    v = cr.tensor(a, device=dev, requires_grad=True)
+    (v.cpu() ** 2).sum().backward()
+    assert v.grad.device == dev and v.grad.cpu().tolist() == (2 * a).tolist()
+    with cr.no_grad():
+        assert not w.to(dev).requires_grad
+    (g,) = cr.autograd.grad((w.to(dev) ** 3).sum(), w, create_graph=True)
+    (h,) = cr.autograd.grad(g.sum(), w)  # d/dw sum(3 w^2) = 6 w
+    np.testing.assert_allclose(h.numpy(), 6 * a, rtol=1e-12)
+    with fwAD.dual_level():
+        d = fwAD.make_dual(cr.tensor(a), cr.tensor(np.ones(3)))
+        t = fwAD.unpack_dual((d.to(dev) * 3).cpu()).tangent  # (was dropped by the move)
+        assert t.tolist() == [3.0, 3.0, 3.0]
+    np.testing.assert_allclose(func.jacfwd(lambda x: (x.to(dev) ** 2).cpu())(cr.tensor(a))
+                               .numpy(), np.diag(2 * a), rtol=1e-12)
+    assert cr.autograd.gradcheck(lambda x: (x.to(dev) ** 2).cpu(),
+                                 (cr.tensor(a, requires_grad=True),), check_forward_ad=True)
+
+
 def test_layers_made_with_device_live_there():
     pytest.importorskip("array_api_strict")
     nn, dev = cr.nn, "array_api_strict.device1"

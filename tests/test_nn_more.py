@@ -514,3 +514,21 @@ def test_rnn_packed_initial_state_order_and_gradcheck():
 
     args = (_t(seqs[0], grad=True), _t(seqs[1], grad=True), _t(h0, grad=True))
     assert gradcheck(f, args)
+
+
+def test_reset_parameters_of_embeddings_norms_and_prelu():
+    # every layer torch.nn gives a reset_parameters has one (a ported init loop calls it)
+    emb = nn.Embedding(4, 3, padding_idx=1)
+    layers = [emb, nn.EmbeddingBag(4, 2, padding_idx=0), nn.LayerNorm(3), nn.RMSNorm(3),
+              nn.GroupNorm(1, 3), nn.PReLU(init=0.3)]
+    for layer in layers:
+        with cr.no_grad():
+            for p in layer.parameters():
+                p.fill_(7.0)
+        layer.reset_parameters()
+    assert emb.weight[1].tolist() == [0.0, 0.0, 0.0] and 7.0 not in emb.weight
+    assert layers[1].weight[0].tolist() == [0.0, 0.0]
+    for norm in layers[2:5]:
+        assert norm.weight.tolist() == [1.0, 1.0, 1.0]
+        assert getattr(norm, "bias", None) is None or norm.bias.tolist() == [0.0, 0.0, 0.0]
+    assert layers[5].weight.tolist() == [0.3]

@@ -19,7 +19,7 @@ import numpy as np
 
 from . import _node
 from ._node import AccumulateGrad, MultiOpNode, OpNode, Scattered
-from ._ns import RAW
+from ._ns import PER_DEVICE, RAW, differentiable, raw_for
 from ._state import STATE, enable_grad
 from ._tensor import Tensor, wrap
 from .backend import backend_of
@@ -38,6 +38,27 @@ class _Hooks:
 
 
 HOOKS = _Hooks()
+
+#: Set once a tensor in a graph was moved to another device (``Tensor.to`` of a tensor that
+#: requires grad, recorded by chainrule.autograd.function): from then on a backward pass
+#: runs each node's rule with the namespace of its cotangent's backend and device (one
+#: graph may then hold nodes on the CPU and on a GPU). Until then the walk keeps the one
+#: namespace it was given, at no cost per node.
+CROSS_DEVICE = [False]
+
+
+def _namespace_of(g, graph, F):
+    """The rule namespace for a node whose cotangent is ``g``: that of ``g``'s backend and
+    device (``F`` itself inside vmap, for lazy data, or when ``g`` is no array)."""
+    d = g._data if graph else g
+    try:
+        b = backend_of(d)
+    except TypeError:
+        return F
+    if b.lazy or b.name == "vmap":
+        return F
+    dev = getattr(d, "device", None)
+    return differentiable(b, dev) if graph else raw_for(b, dev)
 
 
 def sum_to(g, shape, F=RAW):
@@ -179,6 +200,9 @@ def _walk(roots, seeds, retain_graph, accumulate, capture, only, F, kind, owned=
     graph = kind == "graph"
     plain = kind == "plain"  # cotangents are arrays
     batched_ns = F if kind == "batched" else None
+    # a graph across devices: each node's namespace from its cotangent (see CROSS_DEVICE)
+    per_node = CROSS_DEVICE[0] and id(F) in PER_DEVICE
+    F0 = F
     check_node = HOOKS.check_node if STATE.anomaly else None  # detect_anomaly()
     root_nodes = list(dict.fromkeys(node for node, _ in roots))
     capture_nodes = {node for node, _ in capture} if capture else ()
@@ -215,6 +239,11 @@ def _walk(roots, seeds, retain_graph, accumulate, capture, only, F, kind, owned=
             fresh.add(node)
         if needed is not None and node not in needed:
             continue  # on no path to a captured node: it does not run, nor do its hooks
+        if per_node and g is not None:
+            first = g if not isinstance(g, (tuple, list)) else \
+                next((x for x in g if x is not None), None)
+            F = F0 if first is None or first.__class__ is Scattered else \
+                _namespace_of(first, graph, F0)
         if node.pre_hooks or node in capture_nodes:
             if node.pre_hooks and batched_ns is not None:
                 raise Unbatchable(_unbatchable(node, "has a hook"))

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _creation, _inplace, ops
+from . import _creation, _dual, _inplace, ops
 from . import _tensor as _tensor_mod
 from ._dispatch import refresh_view
 from ._node import _Handle
+from ._state import STATE
 from ._tensor import Tensor, wrap
 from .backend import backend_of, beside, dtype_kind, host_to, numpy_dtype, on_device_of
 from .backend import device as _device
@@ -66,8 +67,9 @@ def _to(self, *args, dtype=None, device=None, copy=False, **kwargs):
 
     A device is "cpu" (NumPy; Dask data stays on Dask, which computes on the CPU too) or
     "cuda"/"cuda:i" (CuPy). Moving to another device copies the data (from the GPU, or a
-    Dask compute); it is not recorded, so a tensor that requires grad raises instead of
-    losing its gradient: move it before setting requires_grad.
+    Dask compute). For a tensor that requires grad (or carries a tangent) the move is
+    recorded, as PyTorch's ``ToCopyBackward``: the cotangent goes back to the source
+    device, the tangent along; one graph may then span devices.
     """
     for a in args:
         if isinstance(a, Tensor):
@@ -110,18 +112,29 @@ def _fast_cast(np_dtype):
     return cast
 
 
+#: The recorded move of a tensor that requires grad (``[fn(t, device)]``), registered by
+#: chainrule.autograd.function (a higher layer: a custom Function whose backward moves the
+#: cotangent back).
+RECORDED_MOVE = [None]
+
+
 def _move(t, dev):
     if t.device == dev or (dev.type == "cpu" and t.device.type == "cpu"):
         return t
-    if t._requires_grad:
-        raise RuntimeError(
-            f"to: moving a tensor that requires grad from {t.device} to {dev} is not "
-            "recorded by autograd in chainrule; make the tensor on its device first (e.g. "
-            "chainrule.randn(..., device='cuda', requires_grad=True))")
+    if (t._requires_grad and STATE.enabled) or \
+            (STATE.dual_level and _dual.tangent_of(t) is not None):
+        return RECORDED_MOVE[0](t, dev)  # differentiable (and its tangent moves), as torch
+    return wrap(move_data(t._data, dev))
+
+
+def move_data(data, dev):
+    """``data`` (any backend's array) copied onto ``dev``: to the host for "cpu", from the
+    host onto a GPU or an Array API library's device otherwise."""
+    host = data if data.__class__ is np.ndarray else np.asarray(backend_of(data).to_numpy(data))
     if dev.type == "cpu":
-        return wrap(t.numpy())
+        return host
     try:
-        return wrap(host_to(dev, t.numpy()))
+        return host_to(dev, host)
     except RuntimeError as error:
         raise RuntimeError(f"to: {error}") from None
 

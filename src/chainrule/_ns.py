@@ -139,6 +139,11 @@ def _bind(backend, device=None):
 
 RAW = SimpleNamespace(**_bind(NUMPY))
 
+#: The namespaces of one backend and device each (RAW, raw_for's, differentiable's), by id
+#: (kept alive here, so an id is never reused): a backward across devices switches between
+#: them per node; a batched namespace (vmap's) is never switched away from.
+PER_DEVICE = {id(RAW): RAW}
+
 
 _DIFFERENTIABLE = {}
 _CACHE = {}
@@ -163,6 +168,7 @@ def raw_for(backend, device=None):
     ns = _CACHE.get(key)
     if ns is None:
         ns = _CACHE[key] = SimpleNamespace(**_bind(backend, device))
+        PER_DEVICE[id(ns)] = ns
     return ns
 
 
@@ -225,6 +231,7 @@ def differentiable(backend=None, device=None):
                 fns[name] = (lambda make: lambda *a, **k: wrap(make(*a, **k)))(
                     getattr(raw, name))
             ns = _CACHE[key] = SimpleNamespace(**fns)
+            PER_DEVICE[id(ns)] = ns
         return ns
     ns = _CACHE.get("ns")
     if ns is None:
@@ -233,6 +240,7 @@ def differentiable(backend=None, device=None):
             raise RuntimeError(f"the differentiable rule namespace lacks {missing}: "
                                "import chainrule (its op families register them)")
         ns = _CACHE["ns"] = SimpleNamespace(**_DIFFERENTIABLE)
+        PER_DEVICE[id(ns)] = ns
     return ns
 
 

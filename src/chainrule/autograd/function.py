@@ -21,7 +21,8 @@ import numpy as np
 
 from .. import _dispatch, _dual, _state
 from .._batched import Batched, NotBatchable, in_user_vmap, in_vmap_evaluation, vmap_evaluation
-from .._engine import Unbatchable
+from .._engine import CROSS_DEVICE, Unbatchable
+from .._methods import RECORDED_MOVE, move_data
 from .._node import FREED, DelayedError, Node
 from .._state import STATE
 from .._tensor import Tensor, _fill, wrap
@@ -578,8 +579,11 @@ def _forward_mode(cls, ctx, args, result, single):
             t = t._data if isinstance(t, Tensor) else t
             if isinstance(t, Batched):  # a batch of tangents, as the batched rules give
                 _dual.set_tangent(o, Batched(t.rows(np.shape(o._data), o.dtype)), level)
-            else:
+            elif o._data.__class__ is np.ndarray:
                 _dual.set_tangent(o, np.array(t, dtype=o.dtype), level)
+            else:  # another backend's output (a GPU's): its tangent stays on its device
+                b = backend_of(o._data)
+                _dual.set_tangent(o, b.xp.astype(b.xp.asarray(t), o._data.dtype), level)
     return fresh[0] if single else tuple(fresh)
 
 
@@ -643,3 +647,31 @@ def once_differentiable(backward):
 def _zeros_like_data(d):
     """Zeros of ``d``'s shape and dtype beside it (NumPy, or ``d``'s library and device)."""
     return np.zeros_like(d) if d.__class__ is np.ndarray else backend_of(d).xp.zeros_like(d)
+
+
+class _ToDevice(Function):
+    """``tensor.to(device)`` of a tensor that requires grad, recorded as PyTorch records
+    it: the data is copied to ``device``; the cotangent goes back to the source device
+    (VJP: ``g.to(source)``), the tangent along (JVP: ``t.to(device)``)."""
+
+    @staticmethod
+    def forward(x, dev):
+        CROSS_DEVICE[0] = True  # backward passes now pick each node's namespace (engine)
+        return wrap(move_data(x._data, dev))
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.source = inputs[0].device
+        ctx.dest = inputs[1]
+        ctx.set_materialize_grads(False)  # no cotangent: none to move back
+
+    @staticmethod
+    def backward(ctx, grad):
+        return None if grad is None else grad.to(ctx.source), None
+
+    @staticmethod
+    def jvp(ctx, x_t, dev_t):
+        return x_t.to(ctx.dest)
+
+
+RECORDED_MOVE[0] = _ToDevice.apply  # Tensor.to of a tensor that requires grad (_methods)

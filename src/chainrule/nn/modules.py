@@ -14,6 +14,7 @@ import numpy as np
 
 from .. import _creation
 from .. import ops as _ops
+from .._state import no_grad
 from .._tensor import wrap
 from ..backend import numpy_dtype
 from . import functional as F
@@ -188,6 +189,14 @@ class Dropout(_DropoutNd):
     fn = staticmethod(F.dropout)
 
 
+def _affine_reset(module):
+    """A normalisation's ``weight`` back to ones and ``bias`` to zeros (those it has)."""
+    if getattr(module, "weight", None) is not None:
+        init.ones_(module.weight)
+    if getattr(module, "bias", None) is not None:
+        init.zeros_(module.bias)
+
+
 class _TrailingNorm(Module):
     """What LayerNorm and RMSNorm share: ``normalized_shape`` (the trailing dims), ``eps``,
     and the affine ``weight`` (ones) and, where the layer has one, ``bias`` (zeros)."""
@@ -205,6 +214,9 @@ class _TrailingNorm(Module):
             self.register_parameter(
                 "bias", Parameter(np.zeros(shape, dtype=dt)) if elementwise_affine and bias
                 else None)
+
+    def reset_parameters(self):
+        _affine_reset(self)
 
     def extra_repr(self):
         return (f"{self.normalized_shape}, eps={self.eps}, "
@@ -256,6 +268,9 @@ class GroupNorm(Module):
             self.bias = Parameter(np.zeros(num_channels, dtype=_dtype(dtype)))
         else:
             self.register_parameter("bias", None)
+
+    def reset_parameters(self):
+        _affine_reset(self)
 
     def forward(self, input):
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
@@ -360,12 +375,18 @@ def _lookup_table(module, padding_idx, dtype, weight, freeze, word):
         padding_idx %= n
     if weight is None:
         module.weight = _empty((n, module.embedding_dim), dtype)
-        init.normal_(module.weight)
-        if padding_idx is not None:
-            module.weight._data[padding_idx] = 0
+        _reset_lookup_table(module.weight, padding_idx)
     else:
         module.weight = Parameter(weight, requires_grad=not freeze)
     return padding_idx
+
+
+def _reset_lookup_table(weight, padding_idx):
+    """N(0, 1) entries, the ``padding_idx`` row zeroed (Embedding.reset_parameters)."""
+    init.normal_(weight)
+    if padding_idx is not None:
+        with no_grad():
+            weight[padding_idx] = 0.0
 
 
 class Embedding(Module):
@@ -389,6 +410,9 @@ class Embedding(Module):
         rows, cols = embeddings.shape
         return cls(rows, cols, padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse,
                    _weight=embeddings, _freeze=freeze)
+
+    def reset_parameters(self):
+        _reset_lookup_table(self.weight, self.padding_idx)
 
     def forward(self, input):
         return F.embedding(input, self.weight, self.padding_idx, self.max_norm, self.norm_type,
@@ -435,6 +459,9 @@ class EmbeddingBag(Module):
         bag.weight.requires_grad = not freeze
         return bag
 
+    def reset_parameters(self):
+        _reset_lookup_table(self.weight, self.padding_idx)
+
     def forward(self, input, offsets=None, per_sample_weights=None):
         return F.embedding_bag(input, self.weight, offsets, self.max_norm, self.norm_type,
                                self.scale_grad_by_freq, self.mode, self.sparse,
@@ -465,6 +492,9 @@ class PReLU(Module):
         super().__init__()
         self.num_parameters, self.init = num_parameters, init
         self.weight = Parameter(np.full(num_parameters, init, dtype=_dtype(dtype)))
+
+    def reset_parameters(self):
+        init.constant_(self.weight, self.init)
 
     def forward(self, input):
         return F.prelu(input, self.weight)
