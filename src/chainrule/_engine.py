@@ -51,6 +51,8 @@ def _namespace_of(g, graph, F):
     """The rule namespace for a node whose cotangent is ``g``: that of ``g``'s backend and
     device (``F`` itself inside vmap, for lazy data, or when ``g`` is no array)."""
     d = g._data if graph else g
+    if d.__class__ is np.ndarray:  # the common case: NumPy's
+        return differentiable() if graph else RAW
     try:
         b = backend_of(d)
     except TypeError:
