@@ -3,7 +3,9 @@
 #   OUT=/tmp/gpu bash tools/gpu_check.sh
 # 1. every table sample on CuPy: forward, VJP, second-order VJP and JVP against NumPy
 #    (tests/backends.py cupy; the failing samples go to $OUT/cupy_samples.txt);
-# 2. the GPU tests of the suite (tests/test_backends.py: the CuPy cases and the GPU MLP);
+# 2. the GPU tests of the suite (tests/test_backends.py: the CuPy cases and the GPU MLP;
+#    tests/test_device_*.py, written for array-api-strict's device, on the GPU: not yet
+#    run there);
 # 3. examples/gpu_mlp.py, the digits MLP trained on the GPU (its timing and accuracy);
 # 4. bench/gpu_mlp_step.py: an MLP step, chainrule on CuPy beside PyTorch on CUDA and the
 #    step written by hand in CuPy.
@@ -23,5 +25,8 @@ timeout "${SAMPLES_TIMEOUT:-300}" "$PY" tests/backends.py --where cupy 2>&1 \
     | tee "$OUT/cupy_samples.txt" | tail -n 3
 timeout "${TESTS_TIMEOUT:-240}" "$PY" -m pytest -q -p no:cacheprovider -rfs \
     tests/test_backends.py -k "${TESTS_K:-cupy or gpu}" 2>&1 | tee "$OUT/cupy_tests.txt" | tail -n 15
+CHAINRULE_TEST_DEVICE=cuda:0 timeout "${TESTS_TIMEOUT:-240}" "$PY" -m pytest -q \
+    -p no:cacheprovider -rfs tests/test_device_ops.py tests/test_device_nn.py 2>&1 \
+    | tee "$OUT/device_tests.txt" | tail -n 15
 timeout "${MLP_TIMEOUT:-120}" "$PY" examples/gpu_mlp.py 2>&1 | tee "$OUT/gpu_mlp.txt" | tail -n 15
 timeout "${BENCH_TIMEOUT:-150}" "$PY" bench/gpu_mlp_step.py 2>&1 | tee "$OUT/gpu_bench.txt" | tail -n 12
