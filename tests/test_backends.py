@@ -354,6 +354,37 @@ def test_moving_a_tensor_that_requires_grad_is_differentiable():
                                  (cr.tensor(a, requires_grad=True),), check_forward_ad=True)
 
 
+def test_function_known_by_its_jvp_differentiates_on_a_device():
+    # a custom Function with forward and jvp only: its VJP transposes the jvp, with zero
+    # tangents made on the cotangents' device (they were NumPy arrays: it raised there)
+    pytest.importorskip("array_api_strict")
+    from chainrule.autograd import Function
+
+    class Cube(Function):
+        @staticmethod
+        def forward(x):
+            return x ** 3
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.save_for_forward(inputs[0])
+
+        @staticmethod
+        def jvp(ctx, t):
+            (x,) = ctx.saved_tensors
+            return 3 * x * x * t
+
+    dev = "array_api_strict.device1"
+    a = np.array([1.0, 2.0, -0.5])
+    x = cr.tensor(a, device=dev, requires_grad=True)
+    (g,) = cr.autograd.grad(Cube.apply(x).sum(), x, create_graph=True)
+    assert g.device == dev
+    np.testing.assert_allclose(g.detach().cpu().numpy(), 3 * a ** 2, rtol=1e-12)  # d x^3 = 3 x^2
+    (h,) = cr.autograd.grad(g.sum(), x)
+    assert h.device == dev
+    np.testing.assert_allclose(h.cpu().numpy(), 6 * a, rtol=1e-12)
+
+
 def test_layers_made_with_device_live_there():
     pytest.importorskip("array_api_strict")
     nn, dev = cr.nn, "array_api_strict.device1"

@@ -171,7 +171,7 @@ class FunctionNode(Node):
                 g = F.zeros(meta[0], meta[1])  # on the cotangents' backend and device
             args.append(g if g is None or graph else wrap(g))
         if _jvp_only(fn):
-            result = _backward_from_jvp(self, args, create_graph=graph)
+            result = _backward_from_jvp(self, args, F, create_graph=graph)
         elif any(isinstance(g, Batched) for g in grads):  # a batch of cotangents
             try:
                 with _state.no_grad(), vmap_evaluation():
@@ -286,7 +286,7 @@ def _run_vmap_rule(cls, ctx, args, kwargs, record):
     return output
 
 
-def _backward_from_jvp(node, grad_outputs, create_graph):
+def _backward_from_jvp(node, grad_outputs, F, create_graph):
     """The VJP of a Function known only by its JVP (a Gateaux derivative).
 
     ``jvp(ctx, *t)`` is linear in the tangents ``t``, ``t -> J t``; its transpose is the VJP
@@ -294,7 +294,8 @@ def _backward_from_jvp(node, grad_outputs, create_graph):
     zero tensors that require grad, ``jvp`` runs recording, and the cotangent of its output
     is pulled back to them (one recorded jvp pass per backward call, so it costs about one
     extra forward pass over a hand-written backward). With ``create_graph`` the pass is
-    recorded, so a jvp written with chainrule ops is differentiable again.
+    recorded, so a jvp written with chainrule ops is differentiable again. The zero
+    tangents are made by ``F``, the rule namespace of the cotangents' backend and device.
     """
     from .._dispatch import edge
     from .._engine import run_backward
@@ -302,7 +303,7 @@ def _backward_from_jvp(node, grad_outputs, create_graph):
 
     fn, ctx = node.fn, node.ctx
     tangents = [None if meta is None or edge_ is None else
-                wrap(np.zeros(meta[0], dtype=meta[1]), requires_grad=True)
+                wrap(_data_of(F.zeros(meta[0], meta[1])), requires_grad=True)
                 for meta, (edge_, _) in zip(node.input_meta, node.next_functions)]
     ctx._in_jvp = True  # saved_tensors gives save_for_forward's tensors
     try:
@@ -327,8 +328,12 @@ def _backward_from_jvp(node, grad_outputs, create_graph):
     for k, (i, _) in enumerate(live):
         g = got[k] if k < len(got) else None
         if g is not None:
-            result[i] = g if isinstance(g, Tensor) else wrap(np.asarray(g))
+            result[i] = g if isinstance(g, Tensor) else wrap(g)
     return tuple(result)
+
+
+def _data_of(x):
+    return x._data if isinstance(x, Tensor) else x
 
 
 def _delayed_error(g, why, edges):
