@@ -99,6 +99,9 @@ CASES = {
                          [RNG.standard_normal((4, 4))]),
     "linalg.vander": (lambda x: L.vander(x, N=4), lambda x: np.vander(x, 4, increasing=True),
                       [RNG.standard_normal(3)]),
+    "vander": (lambda x: cr.vander(x, N=4), lambda x: np.vander(x, 4), [RNG.standard_normal(3)]),
+    "vander_increasing": (lambda x: cr.vander(x, increasing=True),
+                          lambda x: np.vander(x, increasing=True), [RNG.standard_normal(3)]),
     "linalg.vecdot": (lambda a, b: L.vecdot(a, b, dim=0), lambda a, b: (a * b).sum(0),
                       [RNG.standard_normal((3, 2)), RNG.standard_normal((3, 1))]),
     "linalg.tensorinv": (lambda a: L.tensorinv(a, 1), lambda a: np.linalg.tensorinv(a, 1),
@@ -122,11 +125,27 @@ def test_value_against_numpy_and_gradcheck(name):
     assert gradcheck(ours, float_inputs)
 
 
-@pytest.mark.parametrize("name", ["kron", "addmm", "diag_embed", "linalg.vander",
+@pytest.mark.parametrize("name", ["kron", "addmm", "diag_embed", "linalg.vander", "vander",
                                   "linalg.tensorinv", "cholesky_inverse", "lu_solve"])
 def test_second_order(name):
     ours, _, arrays = CASES[name]
     assert gradgradcheck(ours, tuple(t(a) for a in arrays))
+
+
+def test_vander_edges_as_torch():
+    # integer and bool vectors give int64 (NumPy's vander keeps int32); N = 0 an empty
+    # matrix; a matrix or a negative N raise, naming the op
+    assert cr.vander(cr.tensor([1, 2, 3], dtype=cr.int32)).dtype == cr.int64
+    assert cr.vander(cr.tensor([True, False])).tolist() == [[1, 1], [0, 1]]
+    assert tuple(cr.vander(cr.tensor([1.0, 2.0]), N=0).shape) == (2, 0)
+    assert cr.vander(cr.tensor([2.0, 3.0]), N=1).tolist() == [[1.0], [1.0]]
+    with pytest.raises(RuntimeError, match="vander: x must be a one-dimensional"):
+        cr.vander(cr.ones(2, 2))
+    with pytest.raises(RuntimeError, match="vander: N must be non-negative"):
+        cr.vander(cr.ones(2), N=-1)
+    x = cr.tensor([0.0, 2.0], requires_grad=True)
+    cr.vander(x, N=4).sum().backward()  # d/dx (x^3 + x^2 + x + 1) = 3x^2 + 2x + 1
+    assert x.grad.tolist() == [1.0, 17.0]
 
 
 def test_householder_product_is_lapacks_orgqr():

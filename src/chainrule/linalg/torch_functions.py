@@ -31,7 +31,7 @@ __all__ = [
     "cross", "cdist", "addmm", "addmv", "addr", "addbmm", "baddbmm", "chain_matmul",
     "diag_embed", "diagflat", "block_diag", "cartesian_prod", "vdot", "matrix_power",
     "matrix_exp", "qr", "svd", "orgqr", "adjoint", "ger", "rsub", "renorm", "row_stack",
-    "ormqr", "svd_lowrank", "pca_lowrank",
+    "ormqr", "svd_lowrank", "pca_lowrank", "vander",
 ]
 
 QRResult = collections.namedtuple("qr", ["Q", "R"])
@@ -108,6 +108,47 @@ def kron(input, other):
     ea = a.reshape(tuple(x for d in a.shape for x in (d, 1)))
     eb = b.reshape(tuple(x for d in b.shape for x in (1, d)))
     return (ea * eb).reshape(tuple(x * y for x, y in zip(a.shape, b.shape)))
+
+
+def vander(x, N=None, increasing=False):
+    """The Vandermonde matrix of a vector, as ``torch.vander``.
+
+    Parameters
+    ----------
+    x : Tensor (n,)
+        One dimension; bool and integer vectors give int64 matrices.
+    N : int, optional
+        The number of columns (n by default); 0 gives an (n, 0) matrix.
+    increasing : bool
+        False (the default, as NumPy's and PyTorch's): columns ``x^(N-1), ..., x, 1``;
+        True: ``1, x, ..., x^(N-1)``.
+
+    Returns
+    -------
+    Tensor (n, N). Column ``x ** k`` is the table's power, so the gradient is
+    ``sum_k k x^(k-1) G[:, k]`` to any order.
+
+    Raises
+    ------
+    RuntimeError
+        ``x`` not one-dimensional, or ``N`` negative (PyTorch's errors).
+    """
+    from .._creation import ones_like
+    from ..ops import stack
+
+    x = _t(x)
+    if x.ndim != 1:
+        raise RuntimeError(f"vander: x must be a one-dimensional tensor, got shape "
+                           f"{tuple(x.shape)}")
+    N = x.shape[0] if N is None else number_arg(N, "vander", "N")
+    if N < 0:
+        raise RuntimeError(f"vander: N must be non-negative, got N={N}")
+    if numpy_dtype(x.dtype).kind in "biu":
+        x = x.to(np.dtype(np.int64))
+    if N == 0:
+        return zeros((x.shape[0], 0), dtype=x.dtype)
+    columns = [ones_like(x)] + [x ** k for k in range(1, N)]
+    return stack(columns if increasing else columns[::-1], 1)
 
 
 def tensordot(a, b, dims=2, out=None):
