@@ -37,7 +37,7 @@ from ..backend import backend_of
 from . import lr_scheduler, swa_utils
 from ._line_search import strong_wolfe
 from ._more import ASGD, Adadelta, Adamax, NAdam, RAdam, Rprop, _impl
-from .optimizer import Optimizer, _call, _check, _scalar, _tick, _zeros
+from .optimizer import Optimizer, _call, _check, _lerp, _num, _scalar, _sub_square, _tick, _zeros
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax",
            "NAdam", "RAdam", "Rprop", "ASGD", "LBFGS", "lr_scheduler", "swa_utils"]
@@ -61,7 +61,7 @@ class SGD(Optimizer):
         _check("SGD", momentum, "momentum value")
         _check("SGD", weight_decay, "weight_decay value")
         if nesterov and (momentum <= 0 or dampening != 0):
-            raise ValueError("SGD: Nesterov momentum requires a momentum and zero dampening")
+            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         super().__init__(params, _impl(dict(lr=lr, momentum=momentum, dampening=dampening,
                                             weight_decay=weight_decay, nesterov=nesterov,
                                             maximize=maximize), foreach, None,
@@ -72,7 +72,7 @@ class SGD(Optimizer):
         given, and its loss returned."""
         loss = _call(closure)
         for group in self.param_groups:
-            lr, mu, wd = group["lr"], group["momentum"], group["weight_decay"]
+            lr, mu, wd = _num(group["lr"]), group["momentum"], group["weight_decay"]
             for p, g in self._grads(group):
                 if wd:
                     g = g + wd * p._data
@@ -100,7 +100,12 @@ class Adam(Optimizer):
     ``foreach``, ``capturable`` and ``fused`` are accepted and recorded in the parameter
     groups (they choose an implementation in PyTorch, not a result).
 
-    Raises ValueError for a negative lr, eps or weight decay, or betas outside [0, 1);
+    ``lr`` (and both ``betas``) may be one-element Tensors, read as numbers at each step.
+
+    Raises ValueError for a negative lr, eps or weight decay, betas outside [0, 1), betas
+    mixing floats and Tensors (an int beta such as ``0`` included, as PyTorch), a Tensor
+    lr or beta with more than one element or with ``foreach=True`` and
+    ``capturable=False``; RuntimeError for ``fused=True`` with ``foreach=True``;
     NotImplementedError for ``differentiable=True``."""
 
     _decoupled = False
@@ -109,12 +114,25 @@ class Adam(Optimizer):
                  amsgrad=False, *, foreach=None, maximize=False, capturable=False,
                  differentiable=False, fused=None, decoupled_weight_decay=False):
         name = type(self).__name__
+        if isinstance(lr, Tensor) and foreach and not capturable:
+            raise ValueError("lr as a Tensor is not supported for capturable=False and "
+                             "foreach=True")
         _check(name, lr, "learning rate")
         _check(name, eps, "epsilon value")
-        _check(name, weight_decay, "weight_decay value")
         for i, b in enumerate(betas):
             if not 0.0 <= b < 1.0:
-                raise ValueError(f"{name}: Invalid beta parameter at index {i}: {b}")
+                raise ValueError(f"Invalid beta parameter at index {i}: {b}")
+        _check(name, weight_decay, "weight_decay value")
+        if not (all(isinstance(b, float) for b in betas)
+                or all(isinstance(b, Tensor) for b in betas)):
+            raise ValueError("betas must be either both floats or both Tensors")
+        for i, b in enumerate(betas):
+            if isinstance(b, Tensor):
+                if foreach and not capturable:
+                    raise ValueError(f"betas[{i}] as a Tensor is not supported for "
+                                     "capturable=False and foreach=True")
+                if b.numel() != 1:
+                    raise ValueError(f"Tensor betas[{i}] must be 1-element")
         defaults = _impl(dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
                               amsgrad=amsgrad, maximize=maximize), foreach, capturable,
                          differentiable, fused=fused)
@@ -125,7 +143,7 @@ class Adam(Optimizer):
         """One update (``closure`` as :meth:`SGD.step`)."""
         loss = _call(closure)
         for group in self.param_groups:
-            lr, (b1, b2), eps, wd = group["lr"], group["betas"], group["eps"], \
+            lr, (b1, b2), eps, wd = _num(group["lr"]), _num(group["betas"]), group["eps"], \
                 group["weight_decay"]
             for p, g in self._grads(group):
                 xp = backend_of(p._data).xp
@@ -136,14 +154,14 @@ class Adam(Optimizer):
                         g = g + wd * p._data
                 st = self.state.setdefault(p, {})
                 if not st:
-                    st["step"] = _scalar(0.0)
+                    st["step"] = _scalar(0.0, group.get("fused"))
                     st["exp_avg"] = _zeros(p)
                     st["exp_avg_sq"] = _zeros(p)
                     if group["amsgrad"]:
                         st["max_exp_avg_sq"] = _zeros(p)
                 t = _tick(st["step"])
                 m_t, v_t = st["exp_avg"], st["exp_avg_sq"]
-                m = m_t._data + (g - m_t._data) * (1 - b1)  # torch's lerp_
+                m = _lerp(m_t._data, g, 1 - b1)
                 v = v_t._data * b2 + (1 - b2) * g * g
                 m_t._data, v_t._data = m, v
                 c1 = 1 - b1 ** t
@@ -201,8 +219,8 @@ class RMSprop(Optimizer):
         """One update (``closure`` as :meth:`SGD.step`)."""
         loss = _call(closure)
         for group in self.param_groups:
-            lr, alpha, eps, wd, mu = (group[k] for k in ("lr", "alpha", "eps", "weight_decay",
-                                                         "momentum"))
+            lr, alpha, eps, wd, mu = (_num(group[k]) for k in ("lr", "alpha", "eps",
+                                                               "weight_decay", "momentum"))
             for p, g in self._grads(group):
                 xp = backend_of(p._data).xp
                 if wd:
@@ -221,9 +239,9 @@ class RMSprop(Optimizer):
                 v_t._data = v
                 if group["centered"]:
                     a_t = st["grad_avg"]
-                    a = a_t._data + (g - a_t._data) * (1 - alpha)
+                    a = _lerp(a_t._data, g, 1 - alpha)
                     a_t._data = a
-                    avg = xp.sqrt(v - a * a) + eps
+                    avg = xp.sqrt(_sub_square(v, a)) + eps
                 else:
                     avg = xp.sqrt(v) + eps
                 if mu > 0:
@@ -241,7 +259,10 @@ class Adagrad(Optimizer):
     """Adagrad as ``torch.optim.Adagrad``: ``g = grad + wd p``,
     ``clr = lr / (1 + (t - 1) lr_decay)``, ``s = s + g^2``, ``p -= clr g / (sqrt(s) + eps)``.
 
-    ``foreach`` and ``fused`` are accepted and recorded in the parameter groups.
+    ``foreach`` and ``fused`` are accepted and recorded in the parameter groups. As in
+    PyTorch, the accumulators ``s`` of the parameters given to the constructor start at its
+    ``initial_accumulator_value`` (a group's own ``initial_accumulator_value`` is recorded
+    but does not change them).
 
     Raises ValueError for negative lr, lr_decay, weight decay, initial accumulator or eps;
     NotImplementedError for ``differentiable=True``."""
@@ -259,21 +280,25 @@ class Adagrad(Optimizer):
                                             initial_accumulator_value=initial_accumulator_value,
                                             eps=eps, maximize=maximize), foreach, None,
                                        differentiable, fused=fused))
-        for group in self.param_groups:
-            for p in group["params"]:
-                self.state[p] = self._fresh(p, group)
+        for group in self.param_groups:  # as PyTorch: every group's accumulators start
+            for p in group["params"]:    # at the constructor's initial_accumulator_value
+                self.state[p] = self._fresh(p, group, initial_accumulator_value)
 
     @staticmethod
-    def _fresh(p, group):
+    def _fresh(p, group, init=None):
+        """The state of a parameter: ``step`` 0 and ``sum`` filled with ``init`` (for a
+        parameter of a group added later, that group's ``initial_accumulator_value``)."""
         xp = backend_of(p._data).xp
-        return {"step": _scalar(0.0),
-                "sum": wrap(xp.full_like(p._data, group["initial_accumulator_value"]))}
+        if init is None:
+            init = group["initial_accumulator_value"]
+        return {"step": _scalar(0.0, group.get("fused")),
+                "sum": wrap(xp.full_like(p._data, init))}
 
     def step(self, closure=None):
         """One update (``closure`` as :meth:`SGD.step`)."""
         loss = _call(closure)
         for group in self.param_groups:
-            lr, wd, eps = group["lr"], group["weight_decay"], group["eps"]
+            lr, wd, eps = _num(group["lr"]), group["weight_decay"], group["eps"]
             for p, g in self._grads(group):
                 xp = backend_of(p._data).xp
                 st = self.state.get(p)
@@ -356,7 +381,7 @@ class LBFGS(Optimizer):
             raise TypeError("LBFGS.step requires a closure that reevaluates the model and "
                             "returns the loss")
         group = self.param_groups[0]
-        lr, max_iter, max_eval = group["lr"], group["max_iter"], group["max_eval"]
+        lr, max_iter, max_eval = _num(group["lr"]), group["max_iter"], group["max_eval"]
         tol_grad, tol_change = group["tolerance_grad"], group["tolerance_change"]
         history_size = group["history_size"]
         state = self.state.setdefault(self._params[0], {})

@@ -12,15 +12,14 @@ import numpy as np
 
 from .._tensor import wrap
 from ..backend import backend_of
-from .optimizer import Optimizer, _call, _scalar, _tick, _zeros
+from .optimizer import Optimizer, _call, _check, _lerp, _num, _scalar, _tick, _zeros
 
 __all__ = ["Adadelta", "Adamax", "NAdam", "RAdam", "Rprop", "ASGD"]
 
 
 def _validate(lr, eps=None, weight_decay=None, betas=None):
     """PyTorch's checks and messages (``ValueError``)."""
-    if not 0.0 <= lr:
-        raise ValueError(f"Invalid learning rate: {lr}")
+    _check(None, lr, "learning rate")
     if eps is not None and not 0.0 <= eps:
         raise ValueError(f"Invalid epsilon value: {eps}")
     if betas is not None:
@@ -34,10 +33,13 @@ def _validate(lr, eps=None, weight_decay=None, betas=None):
 def _impl(defaults, foreach, capturable, differentiable, **more):
     """``defaults`` with the implementation flags PyTorch records in each parameter group
     (``foreach``, ``capturable`` unless None, ``differentiable``, and ``more``, e.g.
-    ``fused``). Raises NotImplementedError for ``differentiable=True``."""
+    ``fused``). Raises NotImplementedError for ``differentiable=True``, RuntimeError for
+    ``fused=True`` with ``foreach=True`` (PyTorch's message)."""
     if differentiable:
         raise NotImplementedError("chainrule.optim: differentiable=True is not supported (the "
                                   "step is not recorded for autograd)")
+    if more.get("fused") and foreach:
+        raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
     defaults["foreach"] = foreach
     if capturable is not None:
         defaults["capturable"] = capturable
@@ -58,8 +60,7 @@ class Adadelta(Optimizer):
 
     def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, foreach=None, *,
                  capturable=False, maximize=False, differentiable=False):
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
+        _check(None, lr, "learning rate")
         if not 0.0 <= rho <= 1.0:
             raise ValueError(f"Invalid rho value: {rho}")
         _validate(lr, eps, weight_decay)
@@ -72,7 +73,7 @@ class Adadelta(Optimizer):
         given, and its loss returned."""
         loss = _call(closure)
         for group in self.param_groups:
-            lr, rho, eps, wd = group["lr"], group["rho"], group["eps"], group["weight_decay"]
+            lr, rho, eps, wd = _num(group["lr"]), group["rho"], group["eps"], group["weight_decay"]
             for p, g in self._grads(group):
                 xp = backend_of(p._data).xp
                 st = self.state.setdefault(p, {})
@@ -115,7 +116,7 @@ class Adamax(Optimizer):
         """One update (``closure`` as :meth:`Adadelta.step`)."""
         loss = _call(closure)
         for group in self.param_groups:
-            lr, (b1, b2), eps, wd = (group["lr"], group["betas"], group["eps"],
+            lr, (b1, b2), eps, wd = (_num(group["lr"]), _num(group["betas"]), group["eps"],
                                      group["weight_decay"])
             for p, g in self._grads(group):
                 xp = backend_of(p._data).xp
@@ -128,7 +129,7 @@ class Adamax(Optimizer):
                 if wd != 0:
                     g = g + wd * p._data
                 m_t, u_t = st["exp_avg"], st["exp_inf"]
-                m = m_t._data + (g - m_t._data) * (1 - b1)  # torch's lerp_
+                m = _lerp(m_t._data, g, 1 - b1)
                 m_t._data = m
                 u = xp.maximum(u_t._data * b2, xp.abs(g) + eps)
                 u_t._data = u
@@ -172,7 +173,7 @@ class NAdam(Optimizer):
         """One update (``closure`` as :meth:`Adadelta.step`)."""
         loss = _call(closure)
         for group in self.param_groups:
-            lr, (b1, b2), eps, wd = (group["lr"], group["betas"], group["eps"],
+            lr, (b1, b2), eps, wd = (_num(group["lr"]), _num(group["betas"]), group["eps"],
                                      group["weight_decay"])
             psi = group["momentum_decay"]
             for p, g in self._grads(group):
@@ -196,7 +197,7 @@ class NAdam(Optimizer):
                 mp._data = np.asarray(mp._data * mu, dtype=mp._data.dtype)
                 mu_product = float(mp._data)
                 m_t, v_t = st["exp_avg"], st["exp_avg_sq"]
-                m = m_t._data + (g - m_t._data) * (1 - b1)  # torch's lerp_
+                m = _lerp(m_t._data, g, 1 - b1)
                 v = v_t._data * b2 + (1 - b2) * g * g
                 m_t._data, v_t._data = m, v
                 denom = xp.sqrt(v / bias_correction2) + eps
@@ -235,7 +236,7 @@ class RAdam(Optimizer):
         """One update (``closure`` as :meth:`Adadelta.step`)."""
         loss = _call(closure)
         for group in self.param_groups:
-            lr, (b1, b2), eps, wd = (group["lr"], group["betas"], group["eps"],
+            lr, (b1, b2), eps, wd = (_num(group["lr"]), _num(group["betas"]), group["eps"],
                                      group["weight_decay"])
             for p, g in self._grads(group):
                 xp = backend_of(p._data).xp
@@ -251,7 +252,7 @@ class RAdam(Optimizer):
                     else:
                         g = g + wd * p._data
                 m_t, v_t = st["exp_avg"], st["exp_avg_sq"]
-                m = m_t._data + (g - m_t._data) * (1 - b1)  # torch's lerp_
+                m = _lerp(m_t._data, g, 1 - b1)
                 v = v_t._data * b2 + (1 - b2) * g * g
                 m_t._data, v_t._data = m, v
                 bias_correction1 = 1 - b1 ** t
@@ -285,8 +286,7 @@ class Rprop(Optimizer):
 
     def __init__(self, params, lr=1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), *,
                  capturable=False, foreach=None, maximize=False, differentiable=False):
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
+        _check(None, lr, "learning rate")
         if not 0.0 < etas[0] < 1.0 < etas[1]:
             raise ValueError(f"Invalid eta values: {etas[0]}, {etas[1]}")
         super().__init__(params, _impl(dict(lr=lr, etas=etas, step_sizes=step_sizes,
@@ -305,7 +305,7 @@ class Rprop(Optimizer):
                 if not st:
                     st["step"] = _scalar(0.0)
                     st["prev"] = _zeros(p)
-                    st["step_size"] = wrap(xp.full_like(p._data, group["lr"]))
+                    st["step_size"] = wrap(xp.full_like(p._data, _num(group["lr"])))
                 _tick(st["step"])
                 s = xp.sign(g * st["prev"]._data)
                 # torch: sign[sign > 0] = etaplus; [sign < 0] = etaminus; [sign == 0] = 1
@@ -348,13 +348,13 @@ class ASGD(Optimizer):
         """One update (``closure`` as :meth:`Adadelta.step`)."""
         loss = _call(closure)
         for group in self.param_groups:
-            lr, lambd, alpha, t0, wd = (group[k] for k in ("lr", "lambd", "alpha", "t0",
-                                                           "weight_decay"))
+            lr, lambd, alpha, t0, wd = (_num(group[k]) for k in ("lr", "lambd", "alpha", "t0",
+                                                                 "weight_decay"))
             for p, g in self._grads(group):
                 st = self.state.setdefault(p, {})
                 if not st:
                     st["step"] = _scalar(0.0)
-                    st["eta"] = _scalar(lr)
+                    st["eta"] = _scalar(_num(lr))
                     st["mu"] = _scalar(1.0)
                     st["ax"] = _zeros(p)
                 t = _tick(st["step"])

@@ -23,9 +23,10 @@ def _scalar_dtype():
     return np.float64 if np.dtype(get_default_dtype()) == np.float64 else np.float32
 
 
-def _scalar(value):
-    """A 0-d NumPy-backed state tensor (``step``, ``mu_product``, ...)."""
-    return wrap(np.array(value, dtype=_scalar_dtype()))
+def _scalar(value, fused=False):
+    """A 0-d NumPy-backed state tensor (``step``, ``mu_product``, ...); float32 for a
+    ``fused`` group's ``step``, as PyTorch's ``_get_scalar_dtype(is_fused=True)``."""
+    return wrap(np.array(value, dtype=np.float32 if fused else _scalar_dtype()))
 
 
 def _zeros(p):
@@ -216,15 +217,29 @@ class Optimizer:
         raise NotImplementedError
 
     def zero_grad(self, set_to_none=True):
-        """Clear the gradients: set them to None (default) or to zeros."""
+        """Clear the gradients: set them to None (default) or, with ``set_to_none=False``,
+        detach them from any graph and fill them with zeros in place (as PyTorch's
+        ``grad.zero_()``: an Inf or NaN entry becomes 0 too)."""
         for g in self.param_groups:
             for p in g["params"]:
-                if p.grad is None:
+                grad = p.grad
+                if grad is None:
                     continue
                 if set_to_none:
                     p.grad = None
+                    continue
+                if grad.grad_fn is not None:
+                    grad.detach_()
                 else:
-                    p.grad._data = p.grad._data * 0
+                    grad.requires_grad_(False)
+                d = grad._data
+                if d.__class__ is np.ndarray and d.flags.writeable:
+                    d[...] = 0
+                elif d.__class__ is np.ndarray:  # a read-only array (a broadcast view)
+                    grad._data = np.zeros_like(d)
+                else:
+                    grad._data = backend_of(d).xp.zeros_like(d)
+                grad._vc[0] += 1
 
     # --- state dict ----------------------------------------------------------------------
     def state_dict(self):
@@ -369,8 +384,46 @@ def _copy_state(obj):
 
 
 def _check(name, value, what, low=0.0):
+    """PyTorch's range check and message (``name`` is unused: PyTorch's messages do not
+    name the optimizer); a Tensor ``lr`` must have one element."""
+    if what == "learning rate" and isinstance(value, Tensor) and value.numel() != 1:
+        raise ValueError("Tensor lr must be 1-element")
     if not value >= low:
-        raise ValueError(f"{name}: Invalid {what}: {value}")
+        raise ValueError(f"Invalid {what}: {value}")
+
+
+def _num(v):
+    """A hyperparameter as the step uses it: a (one-element) Tensor as a Python float, as
+    PyTorch's single-tensor steps take ``lr`` (and Tensor betas) as scalars; a tuple
+    entry by entry; anything else as it is."""
+    if isinstance(v, Tensor):
+        return float(v.item())
+    if isinstance(v, tuple):
+        return tuple(_num(x) for x in v)
+    return v
+
+
+def _sub_square(v, a):
+    """``v - a * a`` rounded once, as PyTorch's CPU ``v.addcmul(a, a, value=-1)`` (a fused
+    multiply-add): for float64 by Dekker's exact product ``a * a = p + e``, so that when
+    ``v`` is ``a * a`` rounded the result is that rounding error, not 0 (and its sign is
+    PyTorch's); other float dtypes through float64 (where their square is exact)."""
+    if v.dtype != np.float64:
+        return (v.astype(np.float64) - a.astype(np.float64) ** 2).astype(v.dtype)
+    c = 134217729.0 * a  # Veltkamp split: a = hi + lo, each with at most 26 bits
+    hi = c - (c - a)
+    lo = a - hi
+    p = a * a
+    e = ((hi * hi - p) + 2 * hi * lo) + lo * lo
+    return (v - p) - e
+
+
+def _lerp(a, b, w):
+    """``a.lerp_(b, w)`` as PyTorch's CPU kernel rounds it: ``a + w (b - a)`` when
+    ``|w| < 0.5``, else ``b - (b - a)(1 - w)`` (so ``w = 1`` gives ``b`` exactly)."""
+    if abs(w) < 0.5:
+        return a + w * (b - a)
+    return b - (b - a) * (1 - w)
 
 
 def _call(closure):
