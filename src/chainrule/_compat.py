@@ -22,7 +22,7 @@ import numpy as np
 from . import _creation
 from . import amp as _amp
 from ._creation import _promote_types, _result_type
-from ._dispatch import name_errors
+from ._dispatch import name_errors, torch_can_cast
 from ._state import STATE, _GradMode
 from ._tensor import PRINT_OPTS, Size, Tensor
 from .backend import device as _device
@@ -135,8 +135,9 @@ def result_type(tensor1, tensor2):
 @name_errors
 def can_cast(from_, to):
     """Whether PyTorch's casting rules allow ``from_`` -> ``to`` without changing kind
-    downward (float to int, or to bool, is not allowed)."""
-    return bool(np.can_cast(numpy_dtype(from_), numpy_dtype(to), casting="same_kind"))
+    downward (complex to real, float to int, or a number to bool, is not allowed; int16 to
+    uint8 is)."""
+    return torch_can_cast(np.dtype(numpy_dtype(from_)), np.dtype(numpy_dtype(to)))
 
 
 @name_errors

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._dispatch import name_errors
+from ._dispatch import _combine, _group_dtype, name_errors, torch_promote
 from ._tensor import DEFAULT_FLOAT as _DEFAULT_FLOAT
 from ._tensor import (
     Tensor,
@@ -645,37 +645,30 @@ _CATEGORY = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
 
 def _promote_types(type1, type2):
     """The dtype PyTorch computes ``type1 op type2`` in: the higher category (bool < int <
-    float) wins with its own dtype (float32 with int64 is float32, where NumPy says
-    float64); within a category, the larger."""
+    float < complex) wins with its own dtype (float32 with int64 is float32, where NumPy
+    says float64), a complex taking a float's precision too (complex64 with float64 is
+    complex128); within a category, the larger."""
     a, b = np.dtype(numpy_dtype(type1)), np.dtype(numpy_dtype(type2))
     for d in (a, b):
         if d.kind not in _CATEGORY:
             raise TypeError(f"promote_types: {d} is not a numeric or bool dtype")
-    ca, cb = _CATEGORY[a.kind], _CATEGORY[b.kind]
-    if ca != cb:
-        return a if ca > cb else b
-    return np.promote_types(a, b)
+    return torch_promote(a, b)
 
 
 def _result_type(tensor1, tensor2):
     """The dtype of an arithmetic result of the two, by PyTorch's rules: dimensioned
     tensors decide, then 0-d tensors, then Python numbers, a later group only when it is
-    of a higher category (a Python float then gives the default float dtype)."""
+    of a higher category (a Python float then gives the default float dtype, a Python
+    complex the default complex dtype)."""
     groups = {0: [], 1: [], 2: []}  # dimensioned tensors, 0-d tensors, Python numbers
     for x in (tensor1, tensor2):
         if isinstance(x, Tensor):
             groups[0 if x.ndim else 1].append(np.dtype(numpy_dtype(x.dtype)))
         else:
             kind = np.asarray(x).dtype.kind
-            groups[2].append(np.dtype(get_default_dtype()) if kind == "f" else
+            default = np.dtype(get_default_dtype())
+            groups[2].append(default if kind == "f" else
+                             np.promote_types(default, np.complex64) if kind == "c" else
                              np.dtype(np.int64) if kind in "iu" else np.dtype(np.bool_))
-    result = None
-    for g in (0, 1, 2):
-        if not groups[g]:
-            continue
-        best = groups[g][0]
-        for d in groups[g][1:]:
-            best = _promote_types(best, d)
-        if result is None or _CATEGORY[best.kind] > _CATEGORY[result.kind]:
-            result = best if result is None or g < 2 else _promote_types(result, best)
-    return result
+    dims, zeros, numbers = (_group_dtype(groups[g]) for g in (0, 1, 2))
+    return _combine(dims, _combine(zeros, numbers))

@@ -61,29 +61,83 @@ def _category(d):
     return _CATEGORY.get(d.dtype.kind, 9)
 
 
-def _result_dtype(arrays):
-    """PyTorch's result dtype of NumPy operands: over the dimensioned ones, the highest
-    category (bool < int < float < complex) wins, and within it NumPy's widening; 0-d
-    operands count only where their category is higher (``float32 tensor * tensor(2.0)``
-    stays float32; ``int64 + float32`` is float32, where NumPy would give float64)."""
-    dims = [d for d in arrays if d.ndim]
-    zeros = [d for d in arrays if not d.ndim]
+def torch_promote(a, b):
+    """``torch.promote_types`` of two NumPy dtypes: within a category NumPy's widening; across
+    categories the higher one's dtype (int64 with float32 is float32, where NumPy says
+    float64), except that a complex dtype takes a float's precision too (complex64 with
+    float64 is complex128)."""
+    ka, kb = _CATEGORY.get(a.kind, 9), _CATEGORY.get(b.kind, 9)
+    if ka == kb or 9 in (ka, kb) or {ka, kb} == {2, 3}:
+        return np.promote_types(a, b)
+    return a if ka > kb else b
+
+
+def torch_can_cast(src, dst):
+    """``torch.can_cast`` of two NumPy dtypes: any cast but complex to real, float to an
+    integer or bool, and a number to bool (int16 to uint8 is allowed, as a wrapping cast)."""
+    ks, kd = src.kind, dst.kind
+    if ks == "c" and kd != "c":
+        return False
+    if ks == "f" and kd in "biu":
+        return False
+    return not (ks != "b" and kd == "b")
+
+
+def _combine(higher, lower):
+    """PyTorch's ``combine_categories``: the result dtype of a group of higher priority
+    (dimensioned tensors, then 0-d tensors, then Python numbers) and one of lower priority,
+    which counts only where its category is higher."""
+    if higher is None:
+        return lower
+    if lower is None:
+        return higher
+    kh, kl = _CATEGORY.get(higher.kind, 9), _CATEGORY.get(lower.kind, 9)
+    if kh == 3 or 9 in (kh, kl):
+        return higher
+    if kl == 3:  # a complex of lower priority keeps a float's precision
+        return np.promote_types(higher, np.complex64) if kh == 2 else lower
+    if kh == 2:
+        return higher
+    if kh == 0 or kl == 2:
+        return torch_promote(higher, lower)
+    return higher
+
+
+def _group_dtype(dtypes):
     out = None
-    for group in (dims, zeros):
-        if not group:
-            continue
-        top = max(_category(d) for d in group)
-        dtype = np.result_type(*[d.dtype for d in group if _category(d) == top])
-        if out is None or _CATEGORY.get(dtype.kind, 9) > _CATEGORY.get(out.kind, 9):
-            out = dtype
+    for d in dtypes:
+        out = d if out is None else torch_promote(out, d)
     return out
 
 
-def promote_0d(da, db):
+def _result_dtype(arrays):
+    """PyTorch's result dtype of NumPy operands (``at::result_type``): the dimensioned
+    operands' promoted dtype, then the 0-d ones' where their category is higher
+    (``float32 tensor * tensor(2.0)`` stays float32; ``int64 + float32`` is float32, where
+    NumPy would give float64; ``float64 tensor + complex64 0-d`` is complex128)."""
+    return _combine(_group_dtype([d.dtype for d in arrays if d.ndim]),
+                    _group_dtype([d.dtype for d in arrays if not d.ndim]))
+
+
+def _no_complex_grad(op, want, mask):
+    """Gradients through complex values are not supported (chainrule is real-valued): a
+    complex result of an op whose input requires grad raises rather than give a wrong
+    gradient (PyTorch would differentiate it)."""
+    if mask and want is not None and want.kind == "c" and _STATE.flags & 1:
+        raise RuntimeError(
+            f"{op.name}: an input requires grad and the result would be complex ({want}); "
+            "chainrule is real-valued and does not differentiate through complex values. "
+            "Detach the real input, or compute under chainrule.no_grad()")
+
+
+def promote_0d(da, db, op=None, mask=0):
     """Operands of two dtypes cast to PyTorch's result dtype (:func:`_result_dtype`) where
     NumPy's would differ: an operand of a lower category, or a 0-d one, takes it; two
-    dimensioned operands of one category are left to NumPy (the wider wins either way)."""
+    dimensioned operands of one category are left to NumPy (the wider wins either way).
+    A complex result of an input that requires grad raises (:func:`_no_complex_grad`)."""
     want = _result_dtype((da, db))
+    if mask:
+        _no_complex_grad(op, want, mask)
     if want is None or _CATEGORY.get(want.kind, 9) == 9:
         return da, db
     return _cast_to(da, want, db), _cast_to(db, want, da)
@@ -97,16 +151,41 @@ def _cast_to(d, want, other):
     return d.astype(want)
 
 
-def promote_all_0d(datas):
+def promote_all_0d(datas, op=None, mask=0):
     """:func:`promote_0d` over the operands of an op with more than two inputs (``where``)."""
     arrays = [d for d in datas if d.__class__ is _ndarray]
     if len(arrays) < 2 or len({d.dtype for d in arrays}) == 1:
+        if mask and any(d.__class__ is complex for d in datas):
+            _no_complex_grad(op, np.dtype(np.complex128), mask)
         return datas
     want = _result_dtype(arrays)
+    if mask:
+        if any(d.__class__ is complex for d in datas):
+            want = _combine(want, np.dtype(np.complex128))
+        _no_complex_grad(op, want, mask)
     if want is None or _CATEGORY.get(want.kind, 9) == 9:
         return datas
     return [d.astype(want) if d.__class__ is _ndarray and d.dtype != want
             and _category(d) not in (0, 9) else d for d in datas]  # bools stay bool
+
+
+def _wrapped_ints(datas):
+    """Python ints that NumPy 2 refuses beside an integer array of a smaller dtype (``uint8
+    + 300``, ``uint8 * -1``) as 0-d arrays of that dtype, wrapped modulo its range: PyTorch
+    casts a number to the op's dtype that way. Raises the OverflowError again when no such
+    array is there (an int beyond int64)."""
+    kinds = [d.dtype for d in datas if d.__class__ is _ndarray and d.dtype.kind in "iu"]
+    if not kinds:
+        raise OverflowError("a Python int out of range of the tensor's dtype")
+    dtype = np.result_type(*kinds)
+    out = []
+    for d in datas:
+        if d.__class__ is int:
+            if not -2 ** 63 <= d < 2 ** 64:
+                raise OverflowError(f"Python int {d} too large to convert to {dtype}")
+            d = np.array(d % 2 ** 64, dtype=np.uint64).astype(dtype)
+        out.append(d)
+    return out
 
 
 def apply(op, inputs, attrs=()):
@@ -253,12 +332,12 @@ def make_call(op):
                     mask |= 2
                 if da.__class__ is _ndarray and db.__class__ is _ndarray \
                         and da.dtype is not db.dtype and promote:
-                    da, db = promote_0d(da, db)
+                    da, db = promote_0d(da, db, op, mask)
             elif b.__class__ is not float:
                 db = _scalar(b, op)
                 if da.__class__ is _ndarray and db.__class__ is _ndarray \
                         and da.dtype is not db.dtype and promote:
-                    da, db = promote_0d(da, db)
+                    da, db = promote_0d(da, db, op, mask)
             else:
                 db = b
             ca, cb = da.__class__, db.__class__
@@ -269,6 +348,12 @@ def make_call(op):
                 out = forward(da, db, *attrs)
             except _FORWARD_ERRORS as e:
                 raise _forward_error(op, (a, b), e) from None
+            except OverflowError:  # uint8 + 300: wrapped into the tensor's dtype, as PyTorch's
+                da, db = _wrapped_ints((da, db))
+                try:
+                    out = forward(da, db, *attrs)
+                except _FORWARD_ERRORS as e:
+                    raise _forward_error(op, (a, b), e) from None
             flags = _STATE.flags
             if mask and flags & 1:
                 result = _record(op, (a, b), (da, db), attrs, out, mask)
@@ -300,11 +385,19 @@ def make_call(op):
                     datas.append(x if x.__class__ in _PY_SCALARS else _scalar(x, op))
                 bit <<= 1
             if promote and not op.variadic:
-                datas = promote_all_0d(datas)
+                datas = promote_all_0d(datas, op, mask)
             try:
                 out = forward(datas, *attrs) if op.variadic else forward(*datas, *attrs)
             except _FORWARD_ERRORS as e:
                 raise _forward_error(op, inputs, e) from None
+            except OverflowError:
+                if op.variadic:
+                    raise
+                datas = _wrapped_ints(datas)
+                try:
+                    out = forward(*datas, *attrs)
+                except _FORWARD_ERRORS as e:
+                    raise _forward_error(op, inputs, e) from None
             flags = _STATE.flags
             if mask and flags & 1:
                 result = _record(op, inputs, datas, attrs, out, mask)
@@ -405,6 +498,8 @@ def _foreign(op, inputs, attrs):
         raise _forward_error(op, inputs, e) from None
     flags = _STATE.flags
     if mask and flags & 1:
+        if any(d.__class__ is complex for d in datas):  # a Python complex number
+            _no_complex_grad(op, np.dtype(np.complex128), mask)
         result = _record(op, inputs, datas, attrs, out, mask)
         if backend.lazy and not op.variadic:
             _chunked_shapes(result, datas, out, attrs)

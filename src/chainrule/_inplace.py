@@ -22,11 +22,12 @@ from __future__ import annotations
 import numpy as np
 
 from . import _dual, _state
-from ._dispatch import apply, refresh_view
+from ._dispatch import apply, refresh_view, torch_can_cast
 from ._state import STATE
 from ._tensor import Tensor, is_float_dtype, wrap
 from .backend import backend_of, beside, numpy_dtype, on_device_of
 from .ops.indexing import INDEX_PUT
+from .ops.searching import _torch_name
 from .ops.shape import RESHAPE
 
 LEAF = "a leaf Variable that requires grad is being used in an in-place operation."
@@ -72,9 +73,18 @@ def recording(t, *others):
                                  or any(_dual.tangent_of(o) is not None for o in others)):
         return True
     # a tensor that cannot require grad (int, bool) takes the values only, as PyTorch's
-    return STATE.enabled and (t._requires_grad or any(
-        isinstance(o, Tensor) and o._requires_grad for o in others)
-        and is_float_dtype(t._data.dtype))
+    if not STATE.enabled:
+        return False
+    if t._requires_grad:
+        return True
+    if not any(isinstance(o, Tensor) and o._requires_grad for o in others):
+        return False
+    if getattr(t._data.dtype, "kind", None) == "c":  # PyTorch's complex tensor would
+        raise RuntimeError(  # take the gradient: chainrule cannot, and says so
+            "in-place update of a complex tensor with a tensor that requires grad: "
+            "chainrule is real-valued and does not differentiate through complex values. "
+            "Detach the value, or update under chainrule.no_grad()")
+    return is_float_dtype(t._data.dtype)
 
 
 def update(t, compute, name, *others):
@@ -221,9 +231,10 @@ def _check_result(t, result, name):
     if not ok:
         raise RuntimeError(f"{name}: output with shape {list(shape)} doesn't match the "
                            f"broadcast shape of the result, {list(result.shape)}")
-    if not np.can_cast(numpy_dtype(result.dtype), numpy_dtype(t.dtype), casting="same_kind"):
-        raise RuntimeError(f"{name}: result type {result.dtype} can't be cast to the desired "
-                           f"output type {t.dtype}")
+    src, dst = np.dtype(numpy_dtype(result.dtype)), np.dtype(numpy_dtype(t.dtype))
+    if not torch_can_cast(src, dst):
+        raise RuntimeError(f"{name}: result type {_torch_name(src)} can't be cast to the "
+                           f"desired output type {_torch_name(dst)}")
 
 
 def _write(t, result, name):

@@ -162,9 +162,14 @@ def _inplace_binary(fn, ufunc):
         if not _inplace.recording(self, other):
             _inplace.check(self, name)
             data = self._data
-            if isinstance(data, np.ndarray) and data.flags.writeable:
+            o = _data(other)
+            # a float tensor with a float of its dtype or a Python number: NumPy's update
+            # is PyTorch's; other mixes go through the op and PyTorch's casting rule
+            if isinstance(data, np.ndarray) and data.flags.writeable and \
+                    data.dtype.kind == "f" and (o.__class__ is np.ndarray and o.dtype ==
+                                                data.dtype or o.__class__ in (float, int)):
                 try:
-                    ufunc(data, _data(other), out=data, casting="same_kind")
+                    ufunc(data, o, out=data, casting="same_kind")
                 except (ValueError, TypeError) as e:
                     raise RuntimeError(f"{name}: cannot update a tensor of shape "
                                        f"{tuple(self.shape)} ({self.dtype}) in place with "
@@ -203,10 +208,11 @@ def _H(self):
 
 
 def _setitem(self, index, value):
+    norm, _ = ops.indexing.normalize_index(index)  # raises for a negative step, as PyTorch
     if not _inplace.recording(self, value):
         _inplace.check(self, "__setitem__")
-        norm, _ = ops.indexing.normalize_index(index)
-        if isinstance(self._data, np.ndarray) and self._data.flags.writeable:
+        if isinstance(self._data, np.ndarray) and self._data.flags.writeable and (
+                _ or ops.indexing.split_index(norm) is None):
             try:
                 self._data[norm] = _data(value)
             except (ValueError, IndexError, TypeError) as e:
@@ -334,7 +340,8 @@ def _bitwise_inplace(fn, name):
 
 _TYPE_NAMES = {"float64": "DoubleTensor", "float32": "FloatTensor", "float16": "HalfTensor",
                "int64": "LongTensor", "int32": "IntTensor", "int16": "ShortTensor",
-               "int8": "CharTensor", "uint8": "ByteTensor", "bool": "BoolTensor"}
+               "int8": "CharTensor", "uint8": "ByteTensor", "bool": "BoolTensor",
+               "complex64": "ComplexFloatTensor", "complex128": "ComplexDoubleTensor"}
 
 
 def _type(self, dtype=None, non_blocking=False, **kwargs):
@@ -525,6 +532,7 @@ def install():
     for name in ("reshape", "view", "permute", "expand"):
         setattr(T, name, _varargs(getattr(ops, name)))
     T.where = lambda self, condition, other: ops.where(condition, self, other)
+    T.is_complex = lambda self: dtype_kind(self.dtype) == "c"
     T.any, T.all = ops.searching.reduce_any, ops.searching.reduce_all
     T.to = _to
     T.cpu = _cpu

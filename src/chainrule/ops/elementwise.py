@@ -12,8 +12,9 @@ import operator
 
 import numpy as np
 
-from .._dispatch import ShapeError, apply
+from .._dispatch import ShapeError, apply, promote_0d
 from .._ns import RAW
+from .._state import STATE
 from .._table import TABLE, Singular, defop, documented, elementwise
 from .._tensor import Tensor, check_memory_format, contiguous_format, preserve_format, wrap
 from ..backend import (
@@ -462,6 +463,11 @@ def to_dtype(input, dtype):
     data = input._data if isinstance(input, Tensor) else input
     dtype = native_dtype(backend_of(data) if isinstance(input, Tensor) else NUMPY, dtype)
     if isinstance(input, Tensor) and input._requires_grad and dtype_kind(dtype) != "f":
+        if dtype_kind(dtype) == "c" and STATE.enabled:  # a gradient PyTorch would give
+            raise RuntimeError(
+                f"to: the tensor requires grad and the result would be complex ({dtype}); "
+                "chainrule is real-valued and does not differentiate through complex "
+                "values. Detach it first, or convert under chainrule.no_grad()")
         input = input.detach()
     src = input.dtype if isinstance(input, Tensor) else np.asarray(input).dtype
     return apply(TO_COPY, (input,), (dtype, src))
@@ -529,7 +535,7 @@ def _integer_bounds(input, min, max, lo, hi):
     than an infinity, which would make the result float (PyTorch's stays integer)."""
     given = min if max is None else max
     if isinstance(input, Tensor) and isinstance(given, Tensor) and \
-            dtype_kind(input.dtype) in "iu" and dtype_kind(given.dtype) in "iu":
+            dtype_kind(input.dtype) in "iu" and dtype_kind(given.dtype) in "iub":
         info = np.iinfo(np.result_type(numpy_dtype(input.dtype), numpy_dtype(given.dtype)))
         return (info.min, hi) if min is None else (lo, info.max)
     return lo, hi
@@ -541,6 +547,9 @@ def clamp(input, min=None, max=None):
     ``maximum``/``minimum``. At least one bound is required (ValueError)."""
     if min is None and max is None:
         raise ShapeError("clamp: at least one of min and max must be given")
+    # a NumPy number is a Python number (it does not widen a float32 tensor), as PyTorch's
+    min = min.item() if isinstance(min, np.generic) else min
+    max = max.item() if isinstance(max, np.generic) else max
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         lo = -math.inf if min is None else min
         hi = math.inf if max is None else max
@@ -554,7 +563,9 @@ clip = clamp
 
 
 def square(input):
-    """``input * input``."""
+    """``input * input`` (a bool tensor's square is int64, as PyTorch's)."""
+    if isinstance(input, Tensor) and dtype_kind(input.dtype) == "b":
+        input = to_dtype(input, np.int64)
     return mul(input, input)
 
 
@@ -578,6 +589,8 @@ def _host_or_number(x):
 def _compare(ufunc, op):
     def fn(input, other):
         a, b = _data(input), _data(other)
+        if a.__class__ is np.ndarray and b.__class__ is np.ndarray and a.dtype != b.dtype:
+            a, b = promote_0d(a, b)  # PyTorch's dtype: float32 == 0-d float64 in float32
         if _host_or_number(a) and _host_or_number(b):
             return wrap(np.asarray(ufunc(a, b)))  # (a 0-d result stays an array)
         return wrap(op(a, b))  # another backend's array (vmap's batch too): its operator

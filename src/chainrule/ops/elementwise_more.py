@@ -15,10 +15,12 @@ import inspect
 import math
 import numbers
 
+import numpy as np
+
 from .. import _ns
-from .._dispatch import apply, name_errors
+from .._dispatch import _result_dtype, apply, name_errors
 from .._table import Rule, Singular, defop, documented, elementwise
-from .._tensor import Tensor
+from .._tensor import DEFAULT_FLOAT, Tensor
 from ..backend import NUMPY, dtype_kind, on_device_of, xp_kernel
 from ._dims import number_arg
 from .elementwise import (
@@ -465,7 +467,19 @@ fmod = _binary_doc(FMOD, "Elementwise C fmod: input - trunc(input / other) * oth
                          "of input).")
 remainder = _binary_doc(REMAINDER, "Elementwise Python modulus: input - floor(input / other) "
                                    "* other (the sign of other).")
-copysign = _binary_doc(COPYSIGN, "Elementwise |input| with the sign of other.")
+_copysign = _binary_doc(COPYSIGN, "Elementwise |input| with the sign of other.")
+
+
+def copysign(input, other):
+    """Elementwise ``|input|`` with the sign of ``other``; integer and bool operands give
+    the default float dtype (NumPy's copysign of int8 would be float16)."""
+    if not any(isinstance(x, Tensor) and dtype_kind(x.dtype) in "fc" or isinstance(x, float)
+               for x in (input, other)):
+        input = to_dtype(input, DEFAULT_FLOAT[0]) if isinstance(input, Tensor) else \
+            float(input)
+    return _copysign(input, other)
+
+
 fmax = _binary_doc(FMAX, "Elementwise maximum ignoring NaN (NaN only where both are NaN).")
 fmin = _binary_doc(FMIN, "Elementwise minimum ignoring NaN (NaN only where both are NaN).")
 
@@ -506,9 +520,22 @@ def clamp_max(input, max):
     return clamp(input, max=max)
 
 
+def _common_dtype(*xs):
+    """The tensors of a composed op cast to PyTorch's dtype of all of them first, so each
+    step computes in it (addcmul of a float64 input and a float32 0-d tensor multiplies in
+    float64, as PyTorch's kernel does, not in float32)."""
+    arrays = [x._data for x in xs if isinstance(x, Tensor) and x._data.__class__ is np.ndarray]
+    if len(arrays) < 2 or len({a.dtype for a in arrays}) == 1:
+        return xs
+    want = _result_dtype(arrays)
+    return tuple(to_dtype(x, want) if isinstance(x, Tensor) and x._data.dtype != want
+                 and dtype_kind(x.dtype) != "b" else x for x in xs)
+
+
 @name_errors
 def addcmul(input, tensor1, tensor2, *, value=1):
     """``input + value * tensor1 * tensor2``. A composition."""
+    input, tensor1, tensor2 = _common_dtype(input, tensor1, tensor2)
     prod = mul(tensor1, tensor2)
     if value == 1:
         return add(input, prod)
@@ -526,6 +553,7 @@ def addcmul(input, tensor1, tensor2, *, value=1):
 @name_errors
 def addcdiv(input, tensor1, tensor2, *, value=1):
     """``input + value * tensor1 / tensor2``. A composition."""
+    input, tensor1, tensor2 = _common_dtype(input, tensor1, tensor2)
     quot = div(tensor1, tensor2)
     return add(input, quot if value == 1 else mul(quot, value))
 

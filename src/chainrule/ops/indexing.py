@@ -8,6 +8,8 @@ the input's shape, *adding* at repeated integer indices.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from .. import _dispatch, _ns
@@ -21,8 +23,11 @@ __all__ = ["index_put", "getitem", "take_along_dim"]
 _BASIC = (int, np.integer, slice, type(None), type(Ellipsis))
 
 
-def normalize_index(index):
-    """A tuple index with Tensors and lists turned into arrays; and whether it is basic."""
+def normalize_index(index, negative_steps=False):
+    """A tuple index with Tensors and lists turned into arrays; and whether it is basic.
+    As PyTorch's, a uint8 tensor is a mask (deprecated there, with a warning), and a slice
+    with a negative step raises ValueError (the library's own indices may have them:
+    ``negative_steps=True``)."""
     if not isinstance(index, tuple):
         index = (index,)
     out = []
@@ -30,6 +35,14 @@ def normalize_index(index):
     for i in index:
         if isinstance(i, Tensor):
             i = i._data
+            if getattr(i, "dtype", None) == np.uint8:  # PyTorch: a uint8 index is a mask
+                warnings.warn("indexing with dtype torch.uint8 is now deprecated, please use "
+                              "a dtype torch.bool instead.", UserWarning, stacklevel=3)
+                i = i.astype(bool) if isinstance(i, np.ndarray) \
+                    else backend_of(i).xp.astype(i, backend_of(i).xp.bool)
+        elif i.__class__ is slice and not negative_steps and i.step is not None \
+                and i.step < 0:
+            raise ValueError("step must be greater than zero")
         elif isinstance(i, list):
             i = np.asarray(i)
             if i.size == 0:  # x[[]]: an empty integer index, as in PyTorch
@@ -113,14 +126,50 @@ def _on_data_device(index, input):
                  for i in index)
 
 
+def split_index(index):
+    """PyTorch applies the ints of an index before its tensors (an int is a basic index
+    there), NumPy takes them as advanced indices broadcast with the arrays: ``x[0, :, idx]``
+    puts idx's dims first in NumPy, in place in PyTorch. For a normalized advanced index
+    with an int and an array apart (not side by side), the two steps that give PyTorch's
+    result: a basic index (the ints, slices, None, Ellipsis) and then the advanced one;
+    None when NumPy's result already is PyTorch's."""
+    kinds = ["i" if isinstance(i, (int, np.integer)) and not isinstance(i, (bool, np.bool_))
+             else "a" if hasattr(i, "shape") and getattr(i, "ndim", 0) >= 0
+             and not isinstance(i, np.generic) else "b" for i in index]
+    ints = [k for k, c in enumerate(kinds) if c == "i"]
+    arrays = [k for k, c in enumerate(kinds) if c == "a"]
+    if not ints or not arrays:
+        return None
+    used = ints + arrays
+    if max(used) - min(used) + 1 == len(used):  # side by side: NumPy's result is PyTorch's
+        return None
+    first, second = [], []
+    for i, c in zip(index, kinds):
+        if c == "a":
+            width = i.ndim if getattr(i, "dtype", None) == np.bool_ else 1
+            first.extend([slice(None)] * width)
+            second.append(i)
+        elif c == "i":
+            first.append(i)
+        else:
+            first.append(i)
+            second.append(i if i is Ellipsis else slice(None))
+    return tuple(first), tuple(second)
+
+
 @documented(SLICE, INDEX)
-def getitem(input, index):
+def getitem(input, index, negative_steps=False):
     """``input[index]`` with NumPy semantics: ints, slices, None, Ellipsis (a view), integer
     arrays and boolean masks (a copy). Out-of-range indices raise IndexError naming the
     shape."""
-    index, basic = normalize_index(index)
+    index, basic = normalize_index(index, negative_steps)
     if not basic:
         index = _on_data_device(index, input)
+        steps = split_index(index)
+        if steps is not None:  # PyTorch's order: the ints first, then the arrays
+            if Ellipsis not in steps[0]:
+                steps = (steps[0] + (Ellipsis,), steps[1])
+            return apply(INDEX, (apply(SLICE, (input,), (steps[0],)),), (steps[1],))
     return apply(SLICE if basic else INDEX, (input,), (index,))
 
 
@@ -128,9 +177,15 @@ def getitem(input, index):
 def index_put(input, indices, values, accumulate=False):
     """A copy of ``input`` with ``values`` written at ``indices`` (added when
     ``accumulate``, so repeated indices add up)."""
-    index, basic = normalize_index(indices)
+    index, basic = normalize_index(indices, negative_steps=True)
     if not basic:
         index = _on_data_device(index, input)
+        if split_index(index) is not None and np.size(
+                values._data if isinstance(values, Tensor) else values) > 1:
+            raise NotImplementedError(
+                "index_put: an index with an int and a tensor apart (x[0, :, idx] = v) puts "
+                "the selected entries in PyTorch's order, which chainrule does not follow "
+                "for a value of more than one element; index in two steps (x[0][:, idx] = v)")
     return apply(INDEX_PUT, (input, values), (index, bool(accumulate)))
 
 

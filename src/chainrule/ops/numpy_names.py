@@ -269,7 +269,8 @@ def _gather_runs(x, d, pos):
             pieces.append(getitem(x, lead + (slice(first, first + length),)))
         elif step == -1:
             stop = first - length
-            pieces.append(getitem(x, lead + (slice(first, None if stop < 0 else stop, -1),)))
+            pieces.append(getitem(x, lead + (slice(first, None if stop < 0 else stop, -1),),
+                                  negative_steps=True))
         else:
             one = narrow(x, d, first, 1)
             shape = list(one.shape)

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._dispatch import ShapeError
+from .._dispatch import ShapeError, apply
 from .._tensor import Tensor
 from ._dims import wrap_dim
 from .elementwise import clone
-from .indexing import getitem
+from .indexing import SLICE, getitem
 from .shape import cat, expand, movedim, reshape, transpose, unsqueeze
 
 __all__ = ["flip", "fliplr", "flipud", "roll", "rot90", "narrow", "select", "unflatten",
@@ -31,9 +31,10 @@ def _dims(dims, ndim, op):
 def flip(input, dims):
     """Reverse the order of entries along ``dims`` (an int or a sequence)."""
     d = _dims(dims, input.ndim, "flip")
-    # a copy, as PyTorch's flip: writing into the result leaves the input as it is
-    return clone(getitem(input, tuple(slice(None, None, -1) if i in d else slice(None)
-                                      for i in range(input.ndim))))
+    # a copy, as PyTorch's flip: writing into the result leaves the input as it is (the
+    # slice op itself takes negative steps; getitem refuses them from users, as PyTorch's)
+    return clone(apply(SLICE, (input,), (tuple(slice(None, None, -1) if i in d else
+                                               slice(None) for i in range(input.ndim)),)))
 
 
 def fliplr(input):

@@ -350,6 +350,16 @@ VECTOR_NORM = defop(
 # --- public functions ----------------------------------------------------------------
 
 
+def _exact_dtype(out, dtype):
+    """The result of a reduction given ``dtype=``, in exactly that dtype (NumPy sums a small
+    integer dtype in int64; PyTorch's ``sum(dtype=int32)`` is int32)."""
+    if numpy_dtype(out.dtype) == numpy_dtype(dtype):
+        return out
+    from .elementwise import to_dtype
+
+    return to_dtype(out, dtype)
+
+
 @documented(SUM)
 def sum(input, dim=None, keepdim=False, *, dtype=None):
     """Sum over ``dim`` (int, tuple, or None for all). Shape: the input's with ``dim``
@@ -358,7 +368,8 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):
         from .elementwise import to_dtype
 
         input = to_dtype(input, dtype)
-    return apply(SUM, (input,), (_dims(dim, _ndim(input), 'sum'), bool(keepdim)))
+    out = apply(SUM, (input,), (_dims(dim, _ndim(input), 'sum'), bool(keepdim)))
+    return out if dtype is None else _exact_dtype(out, dtype)
 
 
 @documented(MEAN)
@@ -378,7 +389,8 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
         from .elementwise import to_dtype
 
         input = to_dtype(input, dtype)
-    return apply(PROD, (input,), (_dims(dim, _ndim(input), 'prod'), bool(keepdim)))
+    out = apply(PROD, (input,), (_dims(dim, _ndim(input), 'prod'), bool(keepdim)))
+    return out if dtype is None else _exact_dtype(out, dtype)
 
 
 @documented(AMAX)

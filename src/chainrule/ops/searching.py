@@ -263,7 +263,7 @@ def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False):
 
 _TORCH_NAMES = {"float16": "Half", "float32": "Float", "float64": "Double", "bool": "Bool",
                 "uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int",
-                "int64": "Long"}
+                "int64": "Long", "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
 
 # name -> (NumPy's ufunc, the operator (other backends), PyTorch's kernel name for its
 # error, whether bool tensors are allowed)

@@ -55,8 +55,13 @@ def float_power(input, exponent):
     from .elementwise import pow as _pow
     from .elementwise import to_dtype
 
-    x = to_dtype(_t(input), np.float64)
-    e = to_dtype(exponent, np.float64) if isinstance(exponent, Tensor) else float(exponent)
+    x = _t(input)
+    complex_ = dtype_kind(x.dtype) == "c" or isinstance(exponent, complex) or (
+        isinstance(exponent, Tensor) and dtype_kind(exponent.dtype) == "c")
+    wide = np.complex128 if complex_ else np.float64  # (a complex one stays complex)
+    x = to_dtype(x, wide)
+    e = to_dtype(exponent, wide) if isinstance(exponent, Tensor) else \
+        (complex(exponent) if complex_ else float(exponent))
     return _pow(x, e)
 
 
@@ -486,6 +491,9 @@ def angle(input):
     """The argument of each entry: 0 for ``x >= 0``, pi for ``x < 0``, nan for nan (a real
     tensor); its gradient is 0, as PyTorch's."""
     x = _t(input)
+    if dtype_kind(x.dtype) == "c":  # the argument, in the matching real dtype (no gradient:
+        # a complex tensor never requires grad in chainrule)
+        return wrap(np.asarray(np.angle(x.detach().numpy())))
     zero = x.nan_to_num(0.0, 0.0, 0.0) * 0.0 + 0.0  # 0 (not -0 or nan) for -0 and +-inf
     return where(x < 0, zero + math.pi, where(x != x, math.nan, zero))
 

@@ -1,0 +1,229 @@
+"""Regressions found by differential fuzzing against PyTorch of mixed dtypes, Python
+scalars, 0-d tensors and indexing. Expected dtypes and values come from PyTorch's documented
+promotion rules (by hand); compared with torch where it is installed."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import chainrule as cr
+
+try:
+    import torch
+except ImportError:  # pragma: no cover - torch is optional
+    torch = None
+
+
+def T(values, dtype):
+    return cr.tensor(np.array(values, dtype=dtype))
+
+
+def name(dtype):
+    return np.dtype(dtype).name
+
+
+def check_torch(ours, fn, *specs):
+    """``fn(torch, *built)`` gives the same dtype and values as ``ours``."""
+    if torch is None:
+        return
+    args = [torch.tensor(np.array(v, dtype=d)) for v, d in specs]
+    theirs = fn(torch, *args)
+    assert name(ours.dtype) == str(theirs.dtype).replace("torch.", "")
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-12)
+
+
+# --- promotion: complex with float, 0-d tensors, comparisons --------------------------
+
+def test_complex_promotion_keeps_the_float_precision():
+    # torch.promote_types(complex64, float64) is complex128: a complex takes the float's
+    # precision; a 0-d complex beside a float32 tensor gives float32's complex, complex64
+    assert name(cr.promote_types(np.complex64, np.float64)) == "complex128"
+    assert name(cr.promote_types(np.int64, np.complex64)) == "complex64"
+    a = T([1.0, 2.0], np.float64)
+    z = T(1 + 1j, np.complex64)
+    assert name((a + z).dtype) == "complex128"
+    assert name((T([1.0], np.float32) + T(1j, np.complex128)).dtype) == "complex64"
+    assert name(cr.cat([T([1.0], np.float64), T([1j], np.complex64)]).dtype) == "complex128"
+    assert name(cr.result_type(T([1.0], np.float32), 1j)) == "complex64"  # float32 kept
+    assert name(cr.result_type(T(1.0, np.float64), 1j)) == "complex128"
+    check_torch(a + z, lambda L, x, y: x + y, ([1.0, 2.0], np.float64), (1 + 1j, np.complex64))
+    if torch is not None:
+        assert torch.promote_types(torch.complex64, torch.float64) == torch.complex128
+
+
+def test_comparison_with_0d_tensor_uses_the_tensor_dtype():
+    # float32 [0.1] == float64 0-d 0.1: compared in float32 (the 0-d tensor does not promote)
+    got = T([0.1, 0.3], np.float32) == T(0.1, np.float64)
+    assert got.tolist() == [True, False]
+    check_torch(got, lambda L, x, y: x == y, ([0.1, 0.3], np.float32), (0.1, np.float64))
+
+
+def test_sum_and_prod_with_dtype_give_that_dtype():
+    # sum(dtype=int32) of int8 is int32 (NumPy would sum small ints in int64)
+    s = T([1, 2, 3], np.int8).sum(dtype=cr.int32)
+    p = T([True, False], np.bool_).prod(dtype=cr.int32)
+    assert name(s.dtype) == "int32" and s.item() == 6
+    assert name(p.dtype) == "int32" and p.item() == 0
+    check_torch(s, lambda L, x: x.sum(dtype=L.int32), ([1, 2, 3], np.int8))
+
+
+# --- Python ints out of a small dtype's range wrap, as PyTorch's ------------------------
+
+def test_out_of_range_python_int_wraps_into_the_dtype():
+    u = T([2, 5], np.uint8)
+    # 300 is 44 as uint8: 2 + 44 = 46; -1 is 255: 2 * 255 = 510 = 254 (mod 256)
+    assert (u + 300).tolist() == [46, 49] and name((u + 300).dtype) == "uint8"
+    assert (u * -1).tolist() == [254, 251]
+    assert (T([2, 5], np.int8) + 1000).tolist() == [-22, -19]
+    check_torch(u + 300, lambda L, x: x + 300, ([2, 5], np.uint8))
+    check_torch(u * -1, lambda L, x: x * -1, ([2, 5], np.uint8))
+
+
+# --- in-place updates: PyTorch's casting rule and message -----------------------------
+
+def test_inplace_integer_update_casts_within_integers():
+    # uint8 * int8 computes in int16 (-2, -15) and is written back wrapped (254, 241)
+    x = T([2, 5], np.uint8)
+    x.mul_(T([-1, -3], np.int8))
+    assert x.tolist() == [254, 241] and name(x.dtype) == "uint8"
+    y = T([1, 2], np.uint8)
+    y += T(3, np.int32)
+    assert y.tolist() == [4, 5]
+    z = T([1, 2], np.uint8)
+    z.clamp_(min=T([True, False], np.bool_))
+    assert z.tolist() == [1, 2]
+    assert cr.can_cast(cr.int16, cr.uint8) and not cr.can_cast(cr.float32, cr.int64)
+    if torch is not None:
+        tx = torch.tensor([2, 5], dtype=torch.uint8)
+        tx.mul_(torch.tensor([-1, -3], dtype=torch.int8))
+        assert tx.tolist() == x.tolist()
+        assert torch.can_cast(torch.int16, torch.uint8)
+
+
+def test_inplace_float_into_int_raises_with_torch_message():
+    x = T([1, 2], np.int64)
+    with pytest.raises(RuntimeError, match="result type Double can't be cast to the desired "
+                                           "output type Long"):
+        x.add_(T([0.5, 0.5], np.float64))
+    if torch is not None:
+        with pytest.raises(RuntimeError, match="can't be cast to the desired output type Long"):
+            torch.tensor([1, 2]).add_(torch.tensor([0.5, 0.5], dtype=torch.float64))
+
+
+# --- complex values with gradients raise (chainrule is real-valued) --------------------
+
+@pytest.mark.parametrize("make", [
+    lambda x, c: x * (1 + 2j),
+    lambda x, c: x * c,
+    lambda x, c: cr.where(cr.tensor([True, False]), x, c),
+    lambda x, c: cr.cat([x, c]),
+    lambda x, c: x.to(np.complex128),
+    lambda x, c: c.clone().copy_(x),
+])
+def test_complex_result_of_a_tensor_requiring_grad_raises(make):
+    # the gradient of |x c|^2 is 2 |c|^2 x; chainrule gave a wrong one (or none) before
+    x = cr.tensor([1.0, 2.0], requires_grad=True)
+    c = T([1 + 2j, 3 - 1j], np.complex128)
+    with pytest.raises(RuntimeError, match="complex"):
+        make(x, c)
+    with cr.no_grad():  # without recording, the values are computed
+        assert (x * (1 + 2j)).tolist() == [1 + 2j, 2 + 4j]
+
+
+# --- indexing -----------------------------------------------------------------------
+
+def test_uint8_index_is_a_mask():
+    x = cr.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    with pytest.warns(UserWarning, match="uint8"):
+        y = x[T([1, 0, 1], np.uint8)]
+    assert y.tolist() == [1.0, 3.0]
+    y.sum().backward()
+    assert x.grad.tolist() == [1.0, 0.0, 1.0]
+    if torch is not None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            t = torch.tensor([1.0, 2.0, 3.0])[torch.tensor([1, 0, 1], dtype=torch.uint8)]
+        assert t.tolist() == y.tolist()
+
+
+def test_negative_step_raises():
+    x = cr.tensor([1.0, 2.0, 3.0])
+    with pytest.raises(ValueError, match="step must be greater than zero"):
+        x[::-1]
+    with pytest.raises(ValueError, match="step must be greater than zero"):
+        x[::-1] = 0.0
+    assert cr.flip(x, 0).tolist() == [3.0, 2.0, 1.0]  # flip still works
+    if torch is not None:
+        with pytest.raises(ValueError, match="step must be greater than zero"):
+            torch.tensor([1.0, 2.0])[::-1]
+
+
+def test_int_and_tensor_index_apart_follow_torch_order():
+    # PyTorch applies the int first: x[0, :, idx] of a (2, 3, 4) tensor is (3, 2), the
+    # advanced dim in place; NumPy would put it first, (2, 3)
+    a = np.arange(24.0).reshape(2, 3, 4)
+    x = cr.tensor(a, requires_grad=True)
+    y = x[0, :, cr.tensor([1, 2])]
+    assert tuple(y.shape) == (3, 2)
+    np.testing.assert_array_equal(y.detach().numpy(), a[0][:, [1, 2]])
+    y.sum().backward()
+    assert x.grad.numpy().sum() == 6.0
+    assert tuple(x[-2, ..., cr.tensor([[2], [0]])].shape) == (3, 2, 1)
+    if torch is not None:
+        assert tuple(torch.tensor(a)[0, :, torch.tensor([1, 2])].shape) == (3, 2)
+
+
+# --- single ops -----------------------------------------------------------------------
+
+def test_square_of_bool_is_int64():
+    got = cr.square(T([True, False], np.bool_))
+    assert name(got.dtype) == "int64" and got.tolist() == [1, 0]
+    check_torch(got, lambda L, x: x.square(), ([True, False], np.bool_))
+
+
+def test_angle_and_float_power_of_complex():
+    z = T([1j, -1 + 0j], np.complex64)
+    got = z.angle()
+    assert name(got.dtype) == "float32"
+    np.testing.assert_allclose(got.numpy(), [np.pi / 2, np.pi], rtol=1e-6)
+    # 2 ** 1j = exp(1j log 2) = cos(log 2) + 1j sin(log 2), in complex128
+    p = cr.float_power(T([2.0], np.float32), T([1j], np.complex64))
+    assert name(p.dtype) == "complex128"
+    np.testing.assert_allclose(p.numpy(), [np.cos(np.log(2)) + 1j * np.sin(np.log(2))])
+    check_torch(p, lambda L, x, y: L.float_power(x, y), ([2.0], np.float32), ([1j], np.complex64))
+
+
+def test_clamp_bounds_do_not_widen():
+    # a NumPy float64 bound is a number (float32 stays float32); a bool tensor bound beside
+    # uint8 stays uint8
+    a = cr.clamp(T([2.0, 0.1], np.float32), min=np.float64(0.7))
+    b = cr.clamp(T([2, 3], np.uint8), max=T(False, np.bool_))
+    assert name(a.dtype) == "float32" and name(b.dtype) == "uint8" and b.tolist() == [0, 0]
+    assert name(cr.clamp(T([-2, 4], np.int8), max=np.int64(3)).dtype) == "int8"
+    check_torch(b, lambda L, x, y: L.clamp(x, max=y), ([2, 3], np.uint8), (False, np.bool_))
+
+
+def test_copysign_of_integers_is_the_default_float():
+    got = cr.copysign(T([2, -4], np.int8), T([-1, 1], np.int8))
+    assert name(got.dtype) == "float64" and got.tolist() == [-2.0, 4.0]
+    check_torch(got.float(), lambda L, x, y: L.copysign(x, y).float(), ([2, -4], np.int8),
+                ([-1, 1], np.int8))
+
+
+def test_addcmul_computes_in_the_common_dtype():
+    # float64 input, float32 0-d t1 (1.51 as float32), int8 t2: PyTorch multiplies in float64
+    t1 = np.float32(1.51)
+    got = cr.addcmul(T([1.0], np.float64), T(t1, np.float32), T([5], np.int8), value=2)
+    assert got.item() == 1.0 + 2 * float(t1) * 5
+    check_torch(got, lambda L, x, y, z: L.addcmul(x, y, z, value=2), ([1.0], np.float64),
+                (t1, np.float32), ([5], np.int8))
+
+
+def test_is_complex_and_type_names():
+    z = T([1j], np.complex128)
+    assert z.is_complex() and not T([1.0], np.float64).is_complex()
+    assert z.type() == "torch.ComplexDoubleTensor"
+    assert T([1j], np.complex64).type() == "torch.ComplexFloatTensor"
