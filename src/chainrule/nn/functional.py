@@ -425,7 +425,8 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     \\*), then ``* weight + bias`` per channel (shape (C,), optional).
 
     Raises RuntimeError when C is not divisible by ``num_groups``, or ``weight`` / ``bias``
-    is not of shape (C,)."""
+    is not of shape (C,); ValueError when each group holds a single value
+    (``N * C / num_groups * prod(*) == 1``), as PyTorch does."""
     s = _shape(input)
     if not isinstance(num_groups, int):
         raise TypeError(f"group_norm: num_groups must be an int, got {type(num_groups).__name__}")
@@ -437,6 +438,9 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
                            f"num_groups, but got input of shape {_size(s)} and "
                            f"num_groups={num_groups}")
     n, c = s[0], s[1]
+    if n * c // num_groups * math.prod(s[2:]) == 1:  # as torch: one value per group
+        raise ValueError(f"group_norm: Expected more than 1 value per channel when training, "
+                         f"got input size {[n * c // num_groups, num_groups, *s[2:]]}")
     for name, t in (("weight", weight), ("bias", bias)):
         if t is not None and _shape(t) != (c,):
             raise RuntimeError(f"group_norm: Expected {name} to be a vector of size equal to "
@@ -1340,7 +1344,8 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """``log(1 + exp(-y x))``, averaged, as ``torch.nn.functional.soft_margin_loss``."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
-    return _reduce(_ops.softplus(-_t(target) * input), reduction, "soft_margin_loss")
+    # -input first: a bool target (as PyTorch accepts) has no negation
+    return _reduce(_ops.softplus(-_t(input) * target), reduction, "soft_margin_loss")
 
 
 def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,
@@ -1359,16 +1364,36 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
 def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None,
                       reduce=None, reduction="mean"):
     """``sum_{i != y} max(0, margin - x_y + x_i)^p / C`` per sample (``weight[y]`` times the
-    terms), as ``torch.nn.functional.multi_margin_loss``; ``p`` is 1 or 2."""
+    terms), as ``torch.nn.functional.multi_margin_loss``; ``p`` is 1 or 2. ``input`` is
+    (N, C) or (C,), ``target`` (N,) (or 0-d / (1,) for a (C,) input) class indices.
+
+    Raises ValueError for another ``p``; RuntimeError for input of more than 2 dims, a
+    target that is not integer, of another size, or outside ``[0, C)``."""
     if p not in (1, 2):
         raise ValueError("multi_margin_loss: only p == 1 and p == 2 supported")
     reduction = _legacy_reduction(size_average, reduce, reduction)
     x = _t(input)
     x2 = x.reshape(1, -1) if x.ndim <= 1 else x
-    idx = np.asarray(_t(target).detach().numpy(), dtype=np.int64).reshape(-1)
+    if x.ndim > 2:
+        raise RuntimeError(f"multi_margin_loss: Expected non-empty vector or matrix with "
+                           f"optional 0-dim batch size, but got: {_size(x.shape)}")
+    tgt = _t(target)
+    tn = tgt.detach().numpy()
+    if tn.dtype.kind not in "iu":
+        raise RuntimeError(f"multi_margin_loss: expected target of an integer dtype (Long), "
+                           f"got {tgt.dtype}")
+    if tn.ndim > 1 or tn.size != x2.shape[0]:
+        raise RuntimeError(f"multi_margin_loss: target tensor should be 1-D with size equal to "
+                           f"the number of input samples (batch size). Expected target size "
+                           f"[{x2.shape[0]}], but got {_size(tn.shape)}. Input has shape "
+                           f"{_size(x.shape)}.")
+    idx = np.asarray(tn, dtype=np.int64).reshape(-1)
     C = x2.shape[1]
+    if idx.size and (idx.min() < 0 or idx.max() >= C):  # a negative one would wrap around
+        raise RuntimeError(f"multi_margin_loss: target out of range: got {int(idx.min())}.."
+                           f"{int(idx.max())} for {C} classes")
     picked = _ops.take_along_dim(x2, _beside(x, idx.reshape(-1, 1)), 1)  # x_y, (N, 1)
-    terms = _ops.clamp(margin - picked + x2, min=0.0)
+    terms = relu(margin - picked + x2)  # PyTorch's ``z > 0``: no gradient at z == 0
     if p == 2:
         terms = terms * terms
     if weight is not None:
@@ -1494,7 +1519,8 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
                         .astype(_float_dtype_of(x)))
     else:
         slope = (lower + upper) / 2.0
-    return _ops.where(x >= 0, x, x * slope)
+    # x == 0 takes the slope (PyTorch's ``input <= 0`` branch): its gradient there is slope
+    return _ops.where(x > 0, x, x * slope)
 
 
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
@@ -1518,7 +1544,8 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     diff = x2.unsqueeze(2) - x2.unsqueeze(1)  # (n, C, C): x_j - x_i
     pairs = _beside(x, (count[:, :, None] * ~is_target[:, None, :]).astype(
         _float_dtype_of(x)))
-    loss = _ops.sum(_ops.clamp(1.0 - diff, min=0.0) * pairs, (1, 2)) / C
+    # relu, not clamp: a hinge exactly at 0 passes no gradient (PyTorch's ``z > 0`` test)
+    loss = _ops.sum(relu(1.0 - diff) * pairs, (1, 2)) / C
     if x.ndim <= 1:
         loss = loss.reshape(())
     return _reduce(loss, reduction, "multilabel_margin_loss")
@@ -1743,14 +1770,19 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     keep = np.ones(flat.size, dtype=bool) if padding_idx is None else flat != padding_idx
     bags = len(starts)
     if mode == "max":
-        d = _shape(weight)[1]
+        # an empty bag gives zeros still joined to the graph (a zero gradient, as PyTorch's)
+        none = _t(weight)[:0]
         outs = []
         for s, e in zip(starts, ends):
             sel = np.arange(s, e)[keep[s:e]]
-            outs.append(rows[wrap(sel)].amax(0) if sel.size else
-                        _creation.zeros(d, dtype=weight.dtype, device=weight.device))
-        return _ops.stack(outs) if outs else _creation.zeros((0, d), dtype=weight.dtype,
-                                                              device=weight.device)
+            if not sel.size:
+                outs.append(none.sum(0))
+                continue
+            # the first maximum in bag order takes the gradient, as PyTorch's (amax would
+            # share it among tied rows)
+            bag = rows[wrap(sel)]
+            outs.append(bag.gather(0, bag.detach().argmax(0).unsqueeze(0)).squeeze(0))
+        return _ops.stack(outs) if outs else none
     # one (B, L) matrix that sums (or averages) each bag's rows
     M = np.zeros((bags, flat.size), dtype=numpy_dtype(weight.dtype))
     for b, (s, e) in enumerate(zip(starts, ends)):
@@ -1906,7 +1938,9 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     Raises
     ------
     RuntimeError
-        An input length above T, a target length above S, or lengths of the wrong count.
+        An input length above T, a target length above S, lengths of the wrong count, or a
+        target label outside ``[0, C)`` or equal to ``blank`` (PyTorch's CPU kernel reads
+        out of bounds or computes an undefined value there).
     ValueError
         An unknown ``reduction``.
     """
@@ -1944,6 +1978,11 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
         else:
             target = tg[offset:offset + tg_len[b]]
             offset += tg_len[b]
+        bad = (target < 0) | (target >= C) | (target == blank)
+        if bad.any():  # a negative label would wrap around; a blank one is undefined
+            raise RuntimeError(f"ctc_loss: target labels must be class indices in [0, {C}) "
+                               f"other than blank={blank}, got {int(target[bad][0])} in the "
+                               f"target of sample {b}")
         nll, g = _ctc_one(lp[:in_len[b], b], target, blank)
         if zero_infinity and np.isinf(nll):
             nll, g = 0.0, np.zeros_like(g)
