@@ -17,6 +17,7 @@ respect to the parameters are those of the ops. Draws come from chainrule's defa
 from . import (
     constraint_registry,
     constraints,
+    kl_cross,  # noqa: F401  (registers KL pairs across families)
     kl_more,  # noqa: F401  (registers more KL pairs)
     transforms,
 )
@@ -33,6 +34,7 @@ from .transforms import (
     AffineTransform,
     ComposeTransform,
     ExpTransform,
+    IndependentTransform,
     PowerTransform,
     SigmoidTransform,
     SoftplusTransform,
@@ -48,5 +50,6 @@ __all__ = [
     "constraints", "constraint_registry", "transforms", "biject_to", "transform_to",
     "Transform", "ExpTransform", "AffineTransform",
     "SigmoidTransform", "TanhTransform", "SoftplusTransform", "PowerTransform",
-    "AbsTransform", "ComposeTransform", "TransformedDistribution", "MixtureSameFamily",
+    "AbsTransform", "ComposeTransform", "IndependentTransform", "TransformedDistribution",
+    "MixtureSameFamily",
 ]

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from .. import ops as _ops
 from .._state import no_grad
+from .._tensor import Size
+from . import constraints
 from .discrete import Categorical
 from .distribution import Distribution, as_shape, sum_rightmost
 from .multivariate import Independent
@@ -22,7 +24,10 @@ class TransformedDistribution(Distribution):
     through the inverses and subtracts each ``log |det J|`` (change of variables), summed over
     the event dims. When a transform's event dim exceeds the base's event dims, the base is
     wrapped in :class:`Independent`. ``cdf``/``icdf`` compose the base's with monotone
-    transforms. Shapes: ``batch_shape + event_shape`` is the base's.
+    transforms (elementwise ``sign``, so Tensor-valued signs work). Shapes: ``batch_shape +
+    event_shape`` is the base's shape broadcast with the transforms' parameters
+    (``forward_shape``; the base is expanded to match), and the support is the last
+    transform's codomain over the event dims, checked by ``log_prob`` when validating.
 
     Raises ValueError when ``transforms`` is neither a Transform nor a list of Transforms, or
     the base has fewer dims than a transform's event dim.
@@ -41,16 +46,25 @@ class TransformedDistribution(Distribution):
             raise ValueError(f"transforms must be a Transform or list, but was {transforms}")
         shape = tuple(base_distribution.batch_shape) + tuple(base_distribution.event_shape)
         base_event_dim = len(base_distribution.event_shape)
-        event_dim = ComposeTransform(self.transforms).event_dim
-        if len(shape) < event_dim:
+        transform = ComposeTransform(self.transforms)
+        domain_dim = transform.domain.event_dim
+        if len(shape) < domain_dim:
             raise ValueError(f"base_distribution needs to have shape with size at least "
-                             f"{event_dim}, but got {shape}.")
-        if event_dim > base_event_dim:
-            base_distribution = Independent(base_distribution, event_dim - base_event_dim)
+                             f"{domain_dim}, but got {Size(shape)}.")
+        # transforms with parameters of a larger shape broadcast the base up to it
+        forward_shape = tuple(transform.forward_shape(shape))
+        expanded = tuple(transform.inverse_shape(forward_shape))
+        if expanded != shape:
+            base_distribution = base_distribution.expand(
+                expanded[:len(expanded) - base_event_dim])
+        if domain_dim > base_event_dim:
+            base_distribution = Independent(base_distribution, domain_dim - base_event_dim)
         self.base_dist = base_distribution
-        event_dim = max(event_dim, base_event_dim)
-        cut = len(shape) - event_dim
-        super().__init__(shape[:cut], shape[cut:], validate_args=validate_args)
+        change = transform.codomain.event_dim - domain_dim
+        event_dim = max(transform.codomain.event_dim, base_event_dim + change)
+        cut = len(forward_shape) - event_dim
+        super().__init__(forward_shape[:cut], forward_shape[cut:],
+                         validate_args=validate_args)
 
     @property
     def has_rsample(self):
@@ -58,9 +72,15 @@ class TransformedDistribution(Distribution):
 
     @property
     def support(self):
-        if not self.transforms or len(self.event_shape) > 0:
-            return None
-        return self.transforms[-1].codomain
+        """The last transform's codomain, reinterpreted over the event dims it does not cover
+        (the base's support when there are no transforms), as PyTorch's."""
+        if not self.transforms:
+            return self.base_dist.support
+        support = self.transforms[-1].codomain
+        if len(self.event_shape) > support.event_dim:
+            support = constraints.independent(support,
+                                              len(self.event_shape) - support.event_dim)
+        return support
 
     def sample(self, sample_shape=()):
         with no_grad():
@@ -83,29 +103,37 @@ class TransformedDistribution(Distribution):
         y = value
         for t in reversed(self.transforms):
             x = t.inv(y)
+            event_dim += t.domain.event_dim - t.codomain.event_dim
             log_prob = log_prob - sum_rightmost(t.log_abs_det_jacobian(x, y),
-                                                event_dim - t.event_dim)
+                                                event_dim - t.domain.event_dim)
             y = x
         return log_prob + sum_rightmost(self.base_dist.log_prob(y),
                                         event_dim - len(self.base_dist.event_shape))
 
-    def _monotone_sign(self):
+    def _monotonize_cdf(self, value):
+        """``value`` for increasing transforms, ``1 - value`` where their combined sign is
+        -1 (elementwise, for Tensor signs such as an AffineTransform's with a Tensor scale):
+        ``sign (value - 1/2) + 1/2``, as PyTorch's. Raises NotImplementedError (from
+        ``sign``) for a transform that is not monotone."""
         sign = 1
         for t in self.transforms:
             sign = sign * t.sign
-        if not isinstance(sign, int):
-            raise NotImplementedError("cdf of a transform with a Tensor sign")
-        return sign
+        if isinstance(sign, int) and sign == 1:
+            return value
+        return sign * (value - 0.5) + 0.5
 
     def cdf(self, value):
+        """``base.cdf(t^-1(value))``, flipped for decreasing transforms; when validating,
+        the pulled-back value is checked against the base's support (ValueError)."""
         for t in reversed(self.transforms):
             value = t.inv(value)
+        if self._validate_args:
+            self.base_dist._validate_sample(value)
         value = self.base_dist.cdf(value)
-        return value if self._monotone_sign() == 1 else 1.0 - value
+        return self._monotonize_cdf(value)
 
     def icdf(self, value):
-        if self._monotone_sign() != 1:
-            value = 1.0 - value
+        value = self._monotonize_cdf(value)
         value = self.base_dist.icdf(value)
         for t in self.transforms:
             value = t(value)
@@ -113,6 +141,8 @@ class TransformedDistribution(Distribution):
 
     def _expand_parts(self, new, batch_shape):
         shape = tuple(batch_shape) + tuple(self._event_shape)
+        for t in reversed(self.transforms):
+            shape = tuple(t.inverse_shape(shape))
         base = self.base_dist
         new.base_dist = base.expand(shape[:len(shape) - len(base.event_shape)])
 

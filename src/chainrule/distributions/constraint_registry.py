@@ -4,7 +4,8 @@ constrained parameter through an unconstrained one: ``scale = transform_to(posit
 
 Registered: ``real`` (identity), ``positive``/``nonnegative`` and ``greater_than(_eq)``
 (``exp`` then a shift), ``less_than`` (``-exp`` then a shift), ``interval`` /
-``unit_interval`` (sigmoid then an affine map). Other constraints raise
+``unit_interval`` (sigmoid then an affine map), ``independent`` (``real_vector`` too: the
+base constraint's transform as an IndependentTransform). Other constraints raise
 NotImplementedError, as PyTorch's registry does for unregistered ones.
 """
 
@@ -17,6 +18,7 @@ from .transforms import (
     AffineTransform,
     ComposeTransform,
     ExpTransform,
+    IndependentTransform,
     SigmoidTransform,
     identity_transform,
 )
@@ -82,7 +84,15 @@ def _interval(constraint):
     return ComposeTransform([SigmoidTransform(), AffineTransform(lo, hi - lo)])
 
 
+def _independent(registry):
+    def factory(constraint):  # the base's transform, its log-det summed over the dims
+        return IndependentTransform(registry(constraint.base),
+                                    constraint.reinterpreted_batch_ndims)
+    return factory
+
+
 for _registry in (biject_to, transform_to):
+    _registry.register(constraints.independent, _independent(_registry))
     _registry.register(type(constraints.real), _real)
     _registry.register(constraints.greater_than, _greater_than)
     _registry.register(constraints.greater_than_eq, _greater_than_eq)

@@ -151,7 +151,14 @@ class _Independent(Constraint):
         self.event_dim = base.event_dim + reinterpreted_batch_ndims
         self.is_discrete = base.is_discrete
 
+    @property
+    def base_constraint(self):
+        """The constraint on each entry (PyTorch's name for it)."""
+        return self.base
+
     def _check(self, v):
+        if v.ndim < self.event_dim:
+            raise ValueError(f"Expected value.dim() >= {self.event_dim} but got {v.ndim}")
         ok = np.asarray(self.base._check(v))
         n = self.reinterpreted_batch_ndims
         return ok.reshape(ok.shape[:ok.ndim - n] + (-1,)).all(-1) if n else ok

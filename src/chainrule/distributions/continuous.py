@@ -13,6 +13,7 @@ from .. import _creation
 from .. import ops as _ops
 from .. import special as _special
 from .._state import STATE
+from .._tensor import Tensor
 from ..autograd import Function, once_differentiable
 from ..backend import numpy_dtype
 from . import constraints
@@ -178,6 +179,12 @@ class Uniform(Distribution):
         return (self.high + self.low) / 2
 
     @property
+    def mode(self):
+        """NaN of shape ``batch_shape`` (every point of the interval is a mode), as PyTorch's
+        ``nan * high``."""
+        return math.nan * self.high
+
+    @property
     def stddev(self):
         return (self.high - self.low) / 12 ** 0.5
 
@@ -228,6 +235,11 @@ class Exponential(Distribution):
     @property
     def mean(self):
         return 1 / self.rate
+
+    @property
+    def mode(self):
+        """Zeros of shape ``batch_shape`` (the density ``rate e^(-rate x)`` peaks at 0)."""
+        return _creation.zeros_like(self.rate)
 
     @property
     def stddev(self):
@@ -352,8 +364,13 @@ class LogNormal(Distribution):
                 - _LOG_SQRT_2PI - y)
 
     def cdf(self, value):
-        value = self._value(value, self.loc.dtype)
-        return self.base_dist.cdf(_ops.log(value))
+        """``Normal.cdf(log x)``; as PyTorch's (a TransformedDistribution), the check when
+        validating is of ``log x`` against the Normal's support, so ``cdf(0) = 0`` and only
+        negative or NaN values raise ValueError."""
+        if not isinstance(value, Tensor):
+            value = as_float(value, numpy_dtype(self.loc.dtype), self.loc)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return self.base_dist.cdf(_ops.log(value))
 
     def icdf(self, value):
         return _ops.exp(self.base_dist.icdf(value))
@@ -443,8 +460,12 @@ class Beta(Distribution):
 
     @property
     def mode(self):
-        a, b = self.concentration1, self.concentration0
-        return (a - 1) / (a + b - 2)
+        """The mode of shape ``batch_shape``, as PyTorch's (the first coordinate of the
+        Dirichlet mode of ``(a, b)``): ``(a - 1) / (a + b - 2)`` for ``a, b >= 1`` (NaN for
+        ``a = b = 1``), 0 when only ``a < 1``, 1 when only ``b < 1`` (the density is unbounded
+        at that end) and 1 when both are below 1 (see :attr:`Dirichlet.mode`)."""
+        c = _ops.stack([self.concentration1, self.concentration0], -1)
+        return _dirichlet_mode(c)[..., 0]
 
     @property
     def variance(self):
@@ -470,6 +491,19 @@ class Beta(Distribution):
         return (_ops.lgamma(a) + _ops.lgamma(b) - _ops.lgamma(total)
                 - (a - 1) * _ops.digamma(a) - (b - 1) * _ops.digamma(b)
                 + (total - 2) * _ops.digamma(total))
+
+
+def _dirichlet_mode(c):
+    """The Dirichlet mode of concentrations ``c`` (last dim K); see :attr:`Dirichlet.mode`.
+    Where every entry is below 1 the denominator is replaced by 1 before dividing, so no
+    ``0 / 0`` reaches the gradient of the rows that are then replaced by ``e_0``."""
+    cm1 = _ops.clamp(c - 1, min=0.0)
+    total = cm1.sum(-1, keepdim=True)
+    corner = (c < 1).all(-1, keepdim=True)
+    mode = cm1 / _ops.where(corner, _creation.ones_like(total), total)
+    k = c.shape[-1]
+    e0 = beside_of(c, np.eye(1, k, dtype=numpy_dtype(c.dtype))[0])
+    return _ops.where(corner, e0, mode)
 
 
 class Dirichlet(Distribution):
@@ -500,6 +534,14 @@ class Dirichlet(Distribution):
     @property
     def mean(self):
         return self.concentration / self.concentration.sum(-1, keepdim=True)
+
+    @property
+    def mode(self):
+        """The mode, of shape ``batch_shape + (K,)``, as PyTorch's dirichlet.py: ``m = max(alpha
+        - 1, 0) / sum max(alpha - 1, 0)`` (NaN when every ``alpha <= 1`` with one equal to 1),
+        and where every ``alpha < 1`` (density unbounded at each vertex) the first vertex
+        ``e_0`` (PyTorch's ``one_hot(argmax)`` of an all-NaN row)."""
+        return _dirichlet_mode(self.concentration)
 
     @property
     def variance(self):

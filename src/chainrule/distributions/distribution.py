@@ -168,21 +168,32 @@ class Distribution:
         """This distribution with its parameters broadcast (as views) to the larger
         ``batch_shape``, as ``torch.distributions.Distribution.expand``: every tensor
         attribute whose leading dims are the current batch shape is expanded to
-        ``batch_shape`` followed by its other dims. Raises RuntimeError (from ``expand``)
-        when the batch shape does not broadcast to ``batch_shape``."""
+        ``batch_shape`` followed by its other dims (except those named in ``_expand_skip``,
+        such as MultivariateNormal's unbroadcast Cholesky factor), and every distribution it
+        is built from with this batch shape (LogNormal's and HalfNormal's base,
+        OneHotCategorical's Categorical) is expanded likewise. Raises RuntimeError (from
+        ``expand``) when the batch shape does not broadcast to ``batch_shape``."""
         batch_shape = Size(as_shape(batch_shape))
         new = _instance if _instance is not None else type(self).__new__(type(self))
         new.__dict__.update(self.__dict__)
         old = tuple(self._batch_shape)
         for k, v in self.__dict__.items():
+            if k in self._expand_skip:
+                continue
             if isinstance(v, Tensor) and tuple(v.shape[:len(old)]) == old:
                 new.__dict__[k] = v.expand(tuple(batch_shape) + tuple(v.shape[len(old):]))
+            elif isinstance(v, Distribution) and tuple(v.batch_shape) == old:
+                new.__dict__[k] = v.expand(batch_shape)  # a part with this batch shape
         self._expand_parts(new, batch_shape)
         new._batch_shape = batch_shape
         return new
 
+    #: Tensor attributes that are not batch-shaped (kept as they are by :meth:`expand`).
+    _expand_skip: tuple = ()
+
     def _expand_parts(self, new, batch_shape):
-        """Expand the distributions ``new`` is built from (none here)."""
+        """Expand the distributions ``new`` is built from whose batch shape is not this one
+        (those with this batch shape are expanded by :meth:`expand` itself)."""
 
     def enumerate_support(self, expand=True):
         raise NotImplementedError(f"{type(self).__name__} has no enumerate_support")

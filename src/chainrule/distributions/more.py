@@ -56,10 +56,16 @@ class StudentT(Distribution):
 
     @property
     def variance(self):
+        """``scale^2 df / (df - 2)`` for ``df > 2``, inf for ``1 < df <= 2``, NaN for ``df <=
+        1`` (shape ``batch_shape``). The formula is evaluated at a stand-in ``df = 3`` where
+        ``df <= 2``, so its gradient there is 0 (as PyTorch's masked assignment) rather than
+        ``0 * inf = NaN`` leaking through ``where``."""
         df = self.df
-        v = self.scale ** 2 * df / (df - 2)
-        v = _ops.where(df > 2, v, _creation.full(tuple(df.shape), math.inf, dtype=df.dtype,
-                                                     device=df.device))
+        above = df > 2
+        safe_df = _ops.where(above, df, _creation.full_like(df, 3.0))
+        v = self.scale ** 2 * safe_df / (safe_df - 2)
+        v = _ops.where(above, v, _creation.full(tuple(df.shape), math.inf, dtype=df.dtype,
+                                                device=df.device))
         return _ops.where(df > 1, v, _nan_like(df))
 
     def rsample(self, sample_shape=()):
@@ -257,10 +263,11 @@ class Geometric(_ProbsOrLogits, Distribution):
     ``entropy = BCE(logits, p) / p``. Draws ``floor(log u / log1p(-p))``.
 
     Raises ValueError when both or neither parameter is given, and (when validating) for
-    ``probs`` outside ``(0, 1]`` or negative / non-integer values."""
+    ``probs`` outside ``(0, 1]`` (``probs = 0`` included, as PyTorch's extra check) or
+    negative / non-integer values."""
 
     _binary = True
-    arg_constraints = {"probs": constraints.interval(0.0, 1.0), "logits": constraints.real}
+    arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.nonnegative_integer
 
     def __init__(self, probs=None, logits=None, validate_args=None):
@@ -273,6 +280,14 @@ class Geometric(_ProbsOrLogits, Distribution):
             param = self.logits
         self._param = param
         super().__init__(param.shape, validate_args=validate_args)
+        if self._validate_args and probs is not None:  # p = 0 has no distribution
+            valid = values_of(self.probs) > 0
+            if not valid.all():
+                raise ValueError(
+                    f"Expected parameter probs (Tensor of shape {tuple(self.probs.shape)}) of "
+                    f"distribution {self!r} to satisfy the constraint "
+                    f"{constraints.interval(0.0, 1.0)!r}, but found invalid values:\n"
+                    f"{values_of(self.probs)[~valid]}")
 
     @property
     def mean(self):

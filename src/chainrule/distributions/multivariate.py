@@ -68,6 +68,7 @@ class MultivariateNormal(Distribution):
                        "scale_tril": constraints.lower_cholesky}
     support = constraints.real_vector
     has_rsample = True
+    _expand_skip = ("_unbroadcasted_scale_tril",)  # broadcast where used, as in PyTorch
 
     def __init__(self, loc, covariance_matrix=None, precision_matrix=None, scale_tril=None,
                  validate_args=None):
@@ -205,6 +206,14 @@ class Independent(Distribution):
     @property
     def variance(self):
         return self.base_dist.variance
+
+    def enumerate_support(self, expand=True):
+        """The base's support (only with ``reinterpreted_batch_ndims == 0``, as PyTorch).
+
+        Raises NotImplementedError for a cartesian product of reinterpreted dims."""
+        if self.reinterpreted_batch_ndims > 0:
+            raise NotImplementedError("Enumeration over cartesian product is not implemented")
+        return self.base_dist.enumerate_support(expand=expand)
 
     def sample(self, sample_shape=()):
         return self.base_dist.sample(sample_shape)

@@ -1,7 +1,7 @@
 """Bijections for :class:`~chainrule.distributions.TransformedDistribution`, as
 ``torch.distributions.transforms``: ExpTransform, AffineTransform, SigmoidTransform,
-TanhTransform, SoftplusTransform, PowerTransform, AbsTransform, ComposeTransform and
-``identity_transform``.
+TanhTransform, SoftplusTransform, PowerTransform, AbsTransform, ComposeTransform,
+IndependentTransform and ``identity_transform``.
 
 A transform ``t`` maps ``x`` to ``y = t(x)``; ``t.inv`` is its inverse (a transform too) and
 ``t.log_abs_det_jacobian(x, y)`` is ``log |dy/dx|`` elementwise (summed over the rightmost
@@ -27,7 +27,13 @@ from .distribution import softplus, sum_rightmost
 
 __all__ = ["Transform", "ExpTransform", "AffineTransform", "SigmoidTransform",
            "TanhTransform", "SoftplusTransform", "PowerTransform", "AbsTransform",
-           "ComposeTransform", "identity_transform"]
+           "ComposeTransform", "IndependentTransform", "identity_transform"]
+
+
+def _broadcast_shape(shape, param):
+    """``shape`` broadcast with the shape of ``param`` (a number has shape ``()``)."""
+    other = tuple(param.shape) if isinstance(param, Tensor) else ()
+    return tuple(np.broadcast_shapes(tuple(shape), other))
 
 
 def _equal(a, b):
@@ -170,6 +176,16 @@ class _InverseTransform(Transform):
     def __call__(self, x):
         return self._inv._inv_call(x)
 
+    def with_cache(self, cache_size=1):
+        """The inverse of the forward transform with the given cache size."""
+        return self._inv.with_cache(cache_size).inv
+
+    def forward_shape(self, shape):
+        return self._inv.inverse_shape(shape)
+
+    def inverse_shape(self, shape):
+        return self._inv.forward_shape(shape)
+
     def _same_params(self, other):
         return self._inv == other._inv
 
@@ -185,12 +201,31 @@ class ComposeTransform(Transform):
     log-det is the parts' summed, each over the dims its event does not cover."""
 
     def __init__(self, parts, cache_size=0):
-        self.parts = list(parts)
+        parts = list(parts)
+        if cache_size:
+            parts = [p.with_cache(cache_size) for p in parts]
+        self.parts = parts
         super().__init__(cache_size=cache_size)
+
+    def with_cache(self, cache_size=1):
+        """This composition with every part given the cache size."""
+        if self._cache_size == cache_size:
+            return self
+        return ComposeTransform(self.parts, cache_size=cache_size)
 
     @property
     def event_dim(self):
-        return max((p.event_dim for p in self.parts), default=0)
+        return self.domain.event_dim
+
+    def forward_shape(self, shape):
+        for p in self.parts:
+            shape = p.forward_shape(shape)
+        return shape
+
+    def inverse_shape(self, shape):
+        for p in reversed(self.parts):
+            shape = p.inverse_shape(shape)
+        return shape
 
     @property
     def bijective(self):
@@ -205,11 +240,33 @@ class ComposeTransform(Transform):
 
     @property
     def domain(self):
-        return self.parts[0].domain if self.parts else constraints.real
+        """The first part's domain, reinterpreted over as many rightmost dims as the parts
+        need (PyTorch's ComposeTransform.domain)."""
+        if not self.parts:
+            return constraints.real
+        domain = self.parts[0].domain
+        event_dim = self.parts[-1].codomain.event_dim
+        for p in reversed(self.parts):
+            event_dim += p.domain.event_dim - p.codomain.event_dim
+            event_dim = max(event_dim, p.domain.event_dim)
+        if event_dim > domain.event_dim:
+            domain = constraints.independent(domain, event_dim - domain.event_dim)
+        return domain
 
     @property
     def codomain(self):
-        return self.parts[-1].codomain if self.parts else constraints.real
+        """The last part's codomain, reinterpreted likewise (PyTorch's
+        ComposeTransform.codomain)."""
+        if not self.parts:
+            return constraints.real
+        codomain = self.parts[-1].codomain
+        event_dim = self.parts[0].domain.event_dim
+        for p in self.parts:
+            event_dim += p.codomain.event_dim - p.domain.event_dim
+            event_dim = max(event_dim, p.codomain.event_dim)
+        if event_dim > codomain.event_dim:
+            codomain = constraints.independent(codomain, event_dim - codomain.event_dim)
+        return codomain
 
     @property
     def inv(self):
@@ -229,14 +286,17 @@ class ComposeTransform(Transform):
         return self.parts == other.parts
 
     def log_abs_det_jacobian(self, x, y):
+        """The parts' log-dets at the intermediate points (``y`` itself for the last part),
+        each summed over the event dims it does not cover (PyTorch's)."""
         if not self.parts:
             return _creation.zeros_like(x)
         total = 0.0
-        event_dim = self.event_dim
-        for p in self.parts:
-            y_p = p(x)
+        event_dim = self.domain.event_dim
+        for i, p in enumerate(self.parts):
+            y_p = y if i == len(self.parts) - 1 else p(x)
             total = total + sum_rightmost(p.log_abs_det_jacobian(x, y_p),
-                                          event_dim - p.event_dim)
+                                          event_dim - p.domain.event_dim)
+            event_dim += p.codomain.event_dim - p.domain.event_dim
             x = y_p
         return total
 
@@ -245,6 +305,68 @@ class ComposeTransform(Transform):
 
 
 identity_transform = ComposeTransform([])
+
+
+class IndependentTransform(Transform):
+    """``base_transform`` with its rightmost ``reinterpreted_batch_ndims`` batch dims
+    treated as event dims, as ``torch.distributions.transforms.IndependentTransform``: the
+    same values, the log-det summed over those dims, domain and codomain reinterpreted."""
+
+    def __init__(self, base_transform, reinterpreted_batch_ndims, cache_size=0):
+        super().__init__(cache_size=cache_size)
+        self.base_transform = base_transform.with_cache(cache_size)
+        self.reinterpreted_batch_ndims = reinterpreted_batch_ndims
+
+    def with_cache(self, cache_size=1):
+        if self._cache_size == cache_size:
+            return self
+        return IndependentTransform(self.base_transform, self.reinterpreted_batch_ndims,
+                                    cache_size=cache_size)
+
+    @property
+    def domain(self):
+        return constraints.independent(self.base_transform.domain,
+                                       self.reinterpreted_batch_ndims)
+
+    @property
+    def codomain(self):
+        return constraints.independent(self.base_transform.codomain,
+                                       self.reinterpreted_batch_ndims)
+
+    @property
+    def bijective(self):
+        return self.base_transform.bijective
+
+    @property
+    def sign(self):
+        return self.base_transform.sign
+
+    def _call(self, x):
+        if x.dim() < self.domain.event_dim:
+            raise ValueError("Too few dimensions on input")
+        return self.base_transform(x)
+
+    def _inverse(self, y):
+        if y.dim() < self.codomain.event_dim:
+            raise ValueError("Too few dimensions on input")
+        return self.base_transform.inv(y)
+
+    def log_abs_det_jacobian(self, x, y):
+        return sum_rightmost(self.base_transform.log_abs_det_jacobian(x, y),
+                             self.reinterpreted_batch_ndims)
+
+    def _same_params(self, other):
+        return (self.reinterpreted_batch_ndims == other.reinterpreted_batch_ndims
+                and self.base_transform == other.base_transform)
+
+    def forward_shape(self, shape):
+        return self.base_transform.forward_shape(shape)
+
+    def inverse_shape(self, shape):
+        return self.base_transform.inverse_shape(shape)
+
+    def __repr__(self):
+        return f"IndependentTransform({self.base_transform!r}, {self.reinterpreted_batch_ndims})"
 
 
 class ExpTransform(Transform):
@@ -274,6 +396,17 @@ class PowerTransform(Transform):
     def __init__(self, exponent, cache_size=0):
         super().__init__(cache_size=cache_size)
         self.exponent = exponent
+
+    def with_cache(self, cache_size=1):
+        if self._cache_size == cache_size:
+            return self
+        return PowerTransform(self.exponent, cache_size=cache_size)
+
+    def forward_shape(self, shape):
+        """``shape`` broadcast with the exponent's."""
+        return _broadcast_shape(shape, self.exponent)
+
+    inverse_shape = forward_shape
 
     def _same_params(self, other):
         return _equal(self.exponent, other.exponent)
@@ -352,9 +485,9 @@ class SoftplusTransform(Transform):
 
 
 class AbsTransform(Transform):
-    """``y = |x|`` (not bijective; ``inv(y) = y``)."""
+    """``y = |x|`` (not bijective; ``inv(y) = y``); codomain ``positive``, as PyTorch's."""
 
-    codomain = constraints.nonnegative
+    codomain = constraints.positive
 
     def _call(self, x):
         return _ops.abs(x)
@@ -374,9 +507,29 @@ class AffineTransform(Transform):
         self.loc, self.scale = loc, scale
         self._event_dim = event_dim
 
+    def with_cache(self, cache_size=1):
+        if self._cache_size == cache_size:
+            return self
+        return AffineTransform(self.loc, self.scale, self._event_dim, cache_size=cache_size)
+
     @property
     def event_dim(self):
         return self._event_dim
+
+    @property
+    def domain(self):
+        """``real``, reinterpreted over ``event_dim`` rightmost dims."""
+        if self._event_dim == 0:
+            return constraints.real
+        return constraints.independent(constraints.real, self._event_dim)
+
+    codomain = domain
+
+    def forward_shape(self, shape):
+        """``shape`` broadcast with those of ``loc`` and ``scale``."""
+        return _broadcast_shape(_broadcast_shape(shape, self.loc), self.scale)
+
+    inverse_shape = forward_shape
 
     def _same_params(self, other):
         return (self._event_dim == other._event_dim and _equal(self.loc, other.loc)
@@ -386,7 +539,7 @@ class AffineTransform(Transform):
     def sign(self):
         if isinstance(self.scale, Tensor):
             return _ops.sign(self.scale)
-        return 1 if self.scale > 0 else -1
+        return 1 if self.scale > 0 else -1 if self.scale < 0 else 0
 
     def _call(self, x):
         return self.loc + self.scale * x
@@ -400,9 +553,11 @@ class AffineTransform(Transform):
             result = _ops.log(_ops.abs(scale))
         else:
             result = _creation.full_like(x, math.log(abs(scale)))
-        shape = tuple(x.shape)
+        shape = tuple(np.broadcast_shapes(tuple(x.shape), tuple(result.shape)))
         if tuple(result.shape) != shape:
             result = _ops.broadcast_to(result, shape)
+        # log |det| of the map on the whole event: log |scale| once per event entry (PyTorch
+        # sums over scale's own event dims only, which undercounts a broadcast scale)
         return sum_rightmost(result, self._event_dim)
 
     def __repr__(self):
