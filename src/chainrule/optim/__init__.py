@@ -1,5 +1,5 @@
 """Optimizers, as ``torch.optim``: SGD, Adam, AdamW, RMSprop, Adagrad, Adadelta, Adamax,
-NAdam, RAdam, Rprop, ASGD and LBFGS.
+NAdam, RAdam, Rprop, ASGD, LBFGS, Adafactor and Muon.
 
 An optimizer takes an iterable of parameters (``model.parameters()``, a generator, or a list
 of tensors) or a list of parameter groups (dicts with ``"params"`` and per-group options
@@ -35,12 +35,14 @@ import numpy as np
 from .._tensor import Tensor, wrap
 from ..backend import backend_of
 from . import lr_scheduler, swa_utils
+from ._factored import Adafactor, Muon
 from ._line_search import strong_wolfe
 from ._more import ASGD, Adadelta, Adamax, NAdam, RAdam, Rprop, _impl
 from .optimizer import Optimizer, _call, _check, _lerp, _num, _scalar, _sub_square, _tick, _zeros
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax",
-           "NAdam", "RAdam", "Rprop", "ASGD", "LBFGS", "lr_scheduler", "swa_utils"]
+           "NAdam", "RAdam", "Rprop", "ASGD", "LBFGS", "Adafactor", "Muon", "lr_scheduler",
+           "swa_utils"]
 
 
 class SGD(Optimizer):

@@ -1,4 +1,5 @@
 """``chainrule.nn.utils``: gradient clipping and parameter vectors, as ``torch.nn.utils``;
+weight and spectral norm hooks, ``skip_init``, conv/linear + batchnorm fusion;
 ``nn.utils.rnn``: padded and packed variable-length sequences.
 
 These work on ``.grad`` and parameter data, outside the graph (under ``no_grad``), as
@@ -22,11 +23,21 @@ from . import (
     rnn,  # noqa: F401  (nn.utils.rnn, as torch.nn.utils.rnn)
     stateless,  # noqa: F401  (nn.utils.stateless.functional_call)
 )
+from .fusion import (
+    fuse_conv_bn_eval,
+    fuse_conv_bn_weights,
+    fuse_linear_bn_eval,
+    fuse_linear_bn_weights,
+)
+from .init import skip_init
+from .spectral_norm import remove_spectral_norm, spectral_norm
 from .weight_norm import remove_weight_norm, weight_norm
 
 __all__ = ["clip_grad_norm_", "clip_grad_norm", "clip_grads_with_norm_", "get_total_norm",
            "clip_grad_value_", "parameters_to_vector", "vector_to_parameters", "stateless",
-           "weight_norm", "remove_weight_norm", "parametrize", "parametrizations"]
+           "weight_norm", "remove_weight_norm", "parametrize", "parametrizations",
+           "spectral_norm", "remove_spectral_norm", "skip_init", "fuse_conv_bn_eval",
+           "fuse_conv_bn_weights", "fuse_linear_bn_eval", "fuse_linear_bn_weights"]
 
 
 def _params(parameters):

@@ -44,7 +44,10 @@ class ParametrizationList(ModuleList):
         with no_grad():
             for m in reversed(list(self)):
                 if hasattr(m, "right_inverse"):
-                    new = m.right_inverse(new)
+                    try:
+                        new = m.right_inverse(new)
+                    except NotImplementedError:  # taken as the identity, as PyTorch
+                        pass
         if isinstance(new, Tensor):
             self.is_tensor = True
             self.ntensors = 1
