@@ -227,3 +227,31 @@ def test_is_complex_and_type_names():
     assert z.is_complex() and not T([1.0], np.float64).is_complex()
     assert z.type() == "torch.ComplexDoubleTensor"
     assert T([1j], np.complex64).type() == "torch.ComplexFloatTensor"
+
+
+def test_complex_conjugates_and_parts_are_computed():
+    # conj/mH/H/adjoint/real/vdot of a complex tensor returned it unchanged (silently
+    # wrong); a complex tensor cannot require grad, so these are values with no history
+    a = np.array([[1 + 2j, 3 - 4j], [5 + 6j, -7 + 8j]])
+    k = cr.tensor(a)
+    np.testing.assert_array_equal(k.conj().numpy(), [[1 - 2j, 3 + 4j], [5 - 6j, -7 - 8j]])
+    np.testing.assert_array_equal(cr.conj_physical(k).numpy(), a.conj())
+    np.testing.assert_array_equal(k.conj().resolve_conj().numpy(), a.conj())
+    for t in (k.mH, k.H, cr.adjoint(k)):
+        np.testing.assert_array_equal(t.numpy(), [[1 - 2j, 5 - 6j], [3 + 4j, -7 - 8j]])
+    np.testing.assert_array_equal(cr.real(k).numpy(), [[1, 3], [5, -7]])
+    np.testing.assert_array_equal(k.imag.numpy(), [[2, -4], [6, 8]])
+    assert k.real.dtype == cr.float64 and not k.is_conj()
+    # vdot conjugates its first argument: conj(1+2j)(5+6j) + conj(3-4j)(-7+8j) = -36-8j
+    assert complex(cr.vdot(k[0], k[1]).item()) == -36 - 8j
+    with pytest.raises(RuntimeError, match="imag is not implemented"):
+        _ = cr.ones(2).imag
+    # real tensors: conj and real are the tensor itself, mH its transpose (differentiable)
+    x = cr.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    assert x.conj() is x and x.real is x
+    (x.mH * cr.tensor([[1.0, 2.0], [3.0, 4.0]])).sum().backward()
+    assert x.grad.tolist() == [[1.0, 3.0], [2.0, 4.0]]
+    if torch is not None:
+        tk = torch.tensor(a)
+        np.testing.assert_array_equal(tk.mH.resolve_conj().numpy(), k.mH.numpy())
+        assert complex(torch.vdot(tk[0], tk[1])) == -36 - 8j

@@ -204,7 +204,7 @@ def _H(self):
         hint = " For batches of matrices, consider using tensor.mH" if self.ndim > 2 else ""
         raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got "
                            f"{self.ndim}-D tensor.{hint}")
-    return ops.t(self)
+    return ops.conj(ops.t(self))
 
 
 def _setitem(self, index, value):
@@ -499,10 +499,6 @@ def _contains(self, element):
                        f"in a {type(element)}.")
 
 
-def _imag(self):
-    raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
-
-
 def _register_post_accumulate_grad_hook(self, hook):
     """Run ``hook(tensor)`` each time a backward pass has accumulated this leaf's ``.grad``
     (not when ``autograd.grad`` computes its gradient, nor when ``backward(inputs=...)``
@@ -556,8 +552,9 @@ def install():
     T.resize_ = _resize
     T.fill_diagonal_ = _fill_diagonal
     T.__contains__ = _contains
-    T.real = property(lambda self: self)  # a real tensor is its own real part
-    T.imag = property(_imag)
+    T.real = property(ops.real)  # a real tensor is its own real part
+    T.imag = property(ops.imag)  # raises for a real tensor, as PyTorch's
+    T.is_conj = T.is_neg = lambda self: False  # conjugates are computed, never lazy
     T.register_post_accumulate_grad_hook = _register_post_accumulate_grad_hook
     for name in ("isinf", "isposinf", "isneginf", "isreal", "unfold", "multinomial",
                  "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
@@ -571,7 +568,7 @@ def install():
         setattr(T, name, _random_fill(name, draw))
     T.T = property(lambda self: ops.permute(self, tuple(range(self.ndim))[::-1]))
     T.mT = property(lambda self: ops.transpose(self, -2, -1))
-    T.mH = T.mT  # real tensors: the conjugate transpose is the transpose
+    T.mH = property(lambda self: ops.conj(ops.transpose(self, -2, -1)))  # (real: mT)
     T.H = property(_H)
     # Operators are the ops' own call functions: the hot path of user code.
     T.__add__, T.__sub__, T.__mul__ = ADD.call, SUB.call, MUL.call

@@ -274,10 +274,11 @@ def chain_matmul(*matrices):
 
 
 def vdot(input, other):
-    """The dot product of two 1-D tensors (real: no conjugation), as ``torch.vdot``."""
-    from ..ops import dot
+    """``sum(conj(input) * other)`` of two 1-D tensors (real tensors: their dot product),
+    as ``torch.vdot``."""
+    from ..ops import conj, dot
 
-    return dot(input, other)
+    return dot(conj(_t(input)), other)
 
 
 def diag_embed(input, offset=0, dim1=-2, dim2=-1):
@@ -379,7 +380,7 @@ def orgqr(input, tau):
 def adjoint(input):
     """The conjugate transpose of the last two dims; for real tensors ``input.mT`` (a
     view), as ``torch.adjoint``."""
-    return _t(input).mT
+    return _t(input).mH
 
 
 def ger(input, vec2):

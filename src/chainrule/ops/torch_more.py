@@ -28,7 +28,7 @@ __all__ = ["positive", "float_power", "ldexp", "dstack", "broadcast_tensors",
            "bernoulli", "normal", "alias_copy", "diagonal_copy", "expand_copy", "narrow_copy",
            "permute_copy", "split_with_sizes_copy", "squeeze_copy", "t_copy",
            "transpose_copy", "unbind_copy", "unsqueeze_copy", "view_copy", "conj",
-           "conj_physical", "resolve_conj", "resolve_neg", "real", "angle", "multinomial",
+           "conj_physical", "resolve_conj", "resolve_neg", "real", "imag", "angle", "multinomial",
            "poisson", "unfold"]
 
 FrexpResult = collections.namedtuple("frexp", ["mantissa", "exponent"])
@@ -459,32 +459,59 @@ unsqueeze_copy = _copy_of("unsqueeze")
 view_copy = _copy_of("view")
 
 
-# Complex conjugation and parts of real tensors: PyTorch's names, so code written for real
-# and complex tensors alike runs (chainrule is real-valued; complex inputs do not exist).
+# Complex conjugation and parts: PyTorch's names, so code written for real and complex
+# tensors alike runs. chainrule differentiates real tensors only (a complex tensor cannot
+# require grad), so on a complex tensor these compute values, with no history.
+
+def _complex_part(fn, x):
+    """``fn`` (conj, real or imag) of a complex tensor's data, on its backend (NumPy's
+    ``real``/``imag`` are views of the data, as PyTorch's)."""
+    d = x._data
+    if d.__class__ is np.ndarray:
+        return wrap(getattr(np, fn)(d) if fn == "conj" else getattr(d, fn))
+    from ..backend import backend_of
+
+    return wrap(getattr(backend_of(d).xp, fn)(d))
+
 
 def conj(input):
-    """The complex conjugate: for a real tensor, ``input`` itself (as PyTorch's view)."""
-    return _t(input)
+    """The complex conjugate (a new tensor: chainrule has no lazy conjugate bit); a real
+    tensor is returned as it is (as PyTorch's)."""
+    x = _t(input)
+    return _complex_part("conj", x) if dtype_kind(x.dtype) == "c" else x
 
 
 def conj_physical(input):
     """The complex conjugate as a new tensor: for a real tensor, a copy of ``input``."""
-    return _t(input).clone()
+    x = _t(input)
+    return _complex_part("conj", x) if dtype_kind(x.dtype) == "c" else x.clone()
 
 
 def resolve_conj(input):
-    """``input`` (a real tensor has no lazy conjugation to resolve)."""
+    """``input``: chainrule's conjugates are already computed (no lazy bit to resolve)."""
     return _t(input)
 
 
 def resolve_neg(input):
-    """``input`` (a real tensor has no lazy negation to resolve)."""
+    """``input`` (chainrule has no lazy negation to resolve)."""
     return _t(input)
 
 
 def real(input):
-    """The real part: for a real tensor, ``input`` itself (as PyTorch)."""
-    return _t(input)
+    """The real part: a real tensor itself, a complex one's real part (float dtype of its
+    precision; a view of the data on NumPy, as PyTorch's)."""
+    x = _t(input)
+    return _complex_part("real", x) if dtype_kind(x.dtype) == "c" else x
+
+
+def imag(input):
+    """The imaginary part of a complex tensor, as ``torch.imag``.
+
+    Raises RuntimeError for a real tensor (PyTorch's message)."""
+    x = _t(input)
+    if dtype_kind(x.dtype) != "c":
+        raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
+    return _complex_part("imag", x)
 
 
 def angle(input):
