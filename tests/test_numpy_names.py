@@ -13,6 +13,11 @@ import scipy.special as ss
 import chainrule as cr
 from chainrule.autograd import gradcheck, gradgradcheck
 
+try:
+    import torch
+except ImportError:
+    torch = None
+
 RNG = np.random.default_rng(1212)
 sp = cr.special
 
@@ -394,9 +399,18 @@ def test_gradient_matches_numpy(call, edge_order):
 
 
 def test_gradient_of_1d_and_integers():
+    # torch.gradient's call returns a tuple also for one axis (ported code indexes [0]);
+    # NumPy's spelling (axis=, or a positional spacing) of one axis gives the tensor
     f = np.array([1, 4, 9, 16, 25])
-    close(cr.gradient(cr.tensor(f)), np.gradient(f))
-    close(cr.gradient(t(f[:2])), np.gradient(f[:2].astype(float)))
+    got = cr.gradient(cr.tensor(f))
+    assert isinstance(got, tuple) and len(got) == 1
+    close(got[0], np.gradient(f))  # (4 - 1, (9 - 1) / 2, ...) = [3, 4, 6, 8, 9]
+    assert cr.gradient(cr.tensor(f))[0].tolist() == [3.0, 4.0, 6.0, 8.0, 9.0]
+    close(cr.gradient(t(f[:2]), axis=0), np.gradient(f[:2].astype(float)))
+    close(cr.gradient(t(f), 2.0), np.gradient(f, 2.0))
+    if torch is not None:
+        assert torch.gradient(torch.tensor(f, dtype=torch.float64))[0].tolist() == \
+            [3.0, 4.0, 6.0, 8.0, 9.0]
 
 
 def test_gradient_torch_keywords_return_a_tuple():

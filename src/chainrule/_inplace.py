@@ -363,3 +363,31 @@ def _dual_base(root, t):
                 and (best is None or len(bp) < len(best._extra["path"])):
             best = v
     return best
+
+
+def write_out(out, result, name):
+    """PyTorch's ``out=``: ``result`` written into ``out`` (resized first where its shape
+    differs), and ``out`` returned; a tuple ``out`` takes a tuple result entry by entry
+    (a namedtuple of the ``out`` tensors back). Raises RuntimeError where grad would be
+    needed (PyTorch's ``out=`` functions do not differentiate) or where the result's dtype
+    cannot be cast to ``out``'s; TypeError for an ``out`` that is not a Tensor."""
+    if isinstance(result, tuple):
+        if not isinstance(out, (tuple, list)) or len(out) != len(result):
+            raise TypeError(f"{name}(): argument 'out' must be a tuple of {len(result)} "
+                            f"Tensors, not {type(out).__name__}")
+        outs = [write_out(o, r, name) for o, r in zip(out, result)]
+        return type(result)(*outs) if hasattr(result, "_fields") else tuple(outs)
+    if not isinstance(out, Tensor):
+        raise TypeError(f"{name}(): argument 'out' (position 1) must be Tensor, not "
+                        f"{type(out).__name__}")
+    if _state.is_grad_enabled() and (result._requires_grad or out._requires_grad):
+        raise RuntimeError(f"{name}(): functions with out=... arguments don't support "
+                           "automatic differentiation, but one of the arguments requires "
+                           "grad.")
+    src, dst = np.dtype(numpy_dtype(result.dtype)), np.dtype(numpy_dtype(out.dtype))
+    if not torch_can_cast(src, dst):
+        raise RuntimeError(f"{name}: result type {_torch_name(src)} can't be cast to the "
+                           f"desired output type {_torch_name(dst)}")
+    if tuple(out.shape) != tuple(result.shape):
+        out.resize_(tuple(result.shape))
+    return write_in_place(out, result, name)

@@ -415,7 +415,7 @@ def _stride(self, dim=None):
     d = self._data
     shape = tuple(d.shape)
     strides = None
-    if d.__class__ is np.ndarray and d.itemsize:
+    if d.__class__ is np.ndarray and d.itemsize and d.size:  # empty: row-major, as PyTorch
         size = d.itemsize
         if all(s >= 0 and s % size == 0 for s in d.strides):
             strides = tuple(s // size for s in d.strides)

@@ -186,8 +186,13 @@ def tensordot(a, b, dims=2, out=None):
     k = math.prod(a.shape[d] for d in da)
     A = permute(a, free_a + da).reshape(math.prod(a.shape[d] for d in free_a), k)
     B = permute(b, db + free_b).reshape(k, math.prod(b.shape[d] for d in free_b))
-    return matmul(A, B).reshape(tuple(a.shape[d] for d in free_a) +
-                                tuple(b.shape[d] for d in free_b))
+    result = matmul(A, B).reshape(tuple(a.shape[d] for d in free_a) +
+                                  tuple(b.shape[d] for d in free_b))
+    if out is None:
+        return result
+    from .._inplace import write_out
+
+    return write_out(out, result, "tensordot")
 
 
 def cross(input, other, dim=None):

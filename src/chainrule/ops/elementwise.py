@@ -535,8 +535,11 @@ def _integer_bounds(input, min, max, lo, hi):
     than an infinity, which would make the result float (PyTorch's stays integer)."""
     given = min if max is None else max
     if isinstance(input, Tensor) and isinstance(given, Tensor) and \
-            dtype_kind(input.dtype) in "iu" and dtype_kind(given.dtype) in "iub":
-        info = np.iinfo(np.result_type(numpy_dtype(input.dtype), numpy_dtype(given.dtype)))
+            dtype_kind(input.dtype) in "iub" and dtype_kind(given.dtype) in "iub":
+        common = np.result_type(numpy_dtype(input.dtype), numpy_dtype(given.dtype))
+        if common.kind == "b":  # a bool clamped by a bool stays bool (PyTorch)
+            return (False, hi) if min is None else (lo, True)
+        info = np.iinfo(common)
         return (info.min, hi) if min is None else (lo, info.max)
     return lo, hi
 

@@ -450,13 +450,36 @@ NAN_TO_NUM = defop(
 )
 
 
-def _binary_doc(op, summary):
-    op.call.__doc__ = summary
-    return documented(op)(op.call)
+def _binary_doc(op, summary, floating=False):
+    """The public function of a binary op, with PyTorch's argument names (``input``,
+    ``other``: ``fmod(x, other=y)``). ``floating``: integer and bool operands give the
+    default float dtype (``atan2`` of two int tensors is a float, not NumPy's float16 for
+    int8)."""
+    call = op.call
+    if floating:
+        def fn(input, other):
+            if not (_is_floating(input) or _is_floating(other)):
+                if isinstance(input, Tensor):
+                    input = to_dtype(input, DEFAULT_FLOAT[0])
+                elif isinstance(other, Tensor):
+                    other = to_dtype(other, DEFAULT_FLOAT[0])
+            return call(input, other)
+    else:
+        def fn(input, other):
+            return call(input, other)
+    fn.__name__ = fn.__qualname__ = op.name
+    fn.__doc__ = summary
+    return documented(op)(fn)
+
+
+def _is_floating(x):
+    if isinstance(x, Tensor):
+        return dtype_kind(x.dtype) in "fc"
+    return isinstance(x, (float, complex, np.floating, np.complexfloating))
 
 
 atan2 = _binary_doc(ATAN2, "Elementwise atan2(input, other): the angle of (other, input), "
-                           "in (-pi, pi].")
+                           "in (-pi, pi].", floating=True)
 arctan2 = atan2
 hypot = _binary_doc(HYPOT, "Elementwise sqrt(input^2 + other^2), without overflow.")
 logaddexp = _binary_doc(LOGADDEXP, "Elementwise log(e^input + e^other), computed stably.")

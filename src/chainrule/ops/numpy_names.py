@@ -147,6 +147,8 @@ def ravel(a, order="C"):
     (``'F'``), NumPy's ravel (PyTorch's is the row-major one)."""
     a = _tensor(a)
     if order in ("C", "A", "K"):  # chainrule's tensors are row-major
+        if not a.is_contiguous():  # PyTorch's ravel is contiguous().view(-1): a copy of a
+            a = a.contiguous()  # non-contiguous input, even where a view could be made
         return reshape(a, (-1,))
     if order == "F":
         return reshape(permute(a, tuple(range(a.ndim))[::-1]), (-1,))
@@ -451,12 +453,15 @@ def gradient(f, *varargs, axis=None, edge_order=1, spacing=None, dim=None):
     every axis or one per axis (default 1), or per axis the coordinates of the grid points
     (NumPy's non-uniform formulas; the gradient is taken in ``f`` only). With
     ``axis=None`` (every axis) or a tuple of several axes, a tuple of tensors, one per
-    axis (NumPy's return type); one tensor for a single axis.
+    axis; one tensor when NumPy's spelling (spacing given positionally, or ``axis=``)
+    names a single axis (NumPy's return type).
 
-    PyTorch's keywords are accepted too: ``gradient(f, spacing=h, dim=d)`` (``spacing`` a
-    scalar or a list of scalars, ``dim`` an int or a list) returns a tuple always, as
-    ``torch.gradient``."""
+    PyTorch's call is ``torch.gradient``'s: ``gradient(f)``, ``gradient(f, spacing=h,
+    dim=d)`` (``spacing`` a scalar or a list of scalars, ``dim`` an int or a list) returns
+    a tuple always, also for a 1-D ``f`` (where NumPy's ``gradient(f)`` is one array: a
+    ported ``torch.gradient(x)[0]`` must be the whole derivative)."""
     f = _tensor(f)
+    numpy_style = bool(varargs) or axis is not None
     torch_style = spacing is not None or dim is not None
     if torch_style:
         if varargs or axis is not None:
@@ -482,4 +487,4 @@ def gradient(f, *varargs, axis=None, edge_order=1, spacing=None, dim=None):
     varargs = tuple(h.item() if isinstance(h, Tensor) and h.ndim == 0 else h for h in varargs)
     spacings = _spacings(varargs, axes)
     out = tuple(_gradient_axis(f, d, h, edge_order) for d, h in zip(axes, spacings))
-    return out if torch_style or len(out) != 1 else out[0]
+    return out[0] if numpy_style and not torch_style and len(out) == 1 else out

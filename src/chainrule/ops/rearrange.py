@@ -142,7 +142,10 @@ def tensor_split(input, indices_or_sections, dim=0):
         q, r = divmod(size, n)
         bounds = [i * q + min(i, r) for i in range(n + 1)]
     else:
-        bounds = [0] + [min(max(int(i), 0), size) for i in indices_or_sections] + [size]
+        # each piece is input[a:b] with Python's slice semantics: a negative index counts
+        # from the end (PyTorch: tensor_split(x, [-1]) is x[:-1], x[-1:])
+        bounds = [0] + [min(max(int(i) + size if int(i) < 0 else int(i), 0), size)
+                        for i in indices_or_sections] + [size]
     return tuple(narrow(input, d, a, max(b - a, 0)) if b >= a else narrow(input, d, a, 0)
                  for a, b in zip(bounds[:-1], bounds[1:]))
 

@@ -420,10 +420,18 @@ def _select_along(input, op, dim, keepdim, name):
 
 
 @documented(MAX_DIM, AMAX)
-def max(input, dim=None, keepdim=False):
+def max(input, dim=None, keepdim=False, *, other=None, out=None):
     """``max(x)``: the largest entry (ties share the gradient, like ``amax``).
     ``max(x, dim, keepdim=False)``: a ``(values, indices)`` named tuple; the gradient goes
     to the returned index. ``max(x, other_tensor)``: elementwise ``maximum``."""
+    if out is not None:  # PyTorch's out=: the result written into out (resized)
+        from .._inplace import write_out
+
+        return write_out(out, max(input, dim, keepdim, other=other), "max")
+    if other is not None:  # max(input, other=t): elementwise, as PyTorch's overload
+        if dim is not None:
+            raise TypeError("max(): give either dim or other, not both")
+        dim = other
     if isinstance(dim, Tensor):
         from .elementwise import maximum
 
@@ -435,9 +443,17 @@ def max(input, dim=None, keepdim=False):
 
 
 @documented(MIN_DIM, AMIN)
-def min(input, dim=None, keepdim=False):
+def min(input, dim=None, keepdim=False, *, other=None, out=None):
     """``min(x)``, ``min(x, dim, keepdim)`` (values, indices) or ``min(x, other)``;
     see :func:`max`."""
+    if out is not None:  # PyTorch's out=: the result written into out (resized)
+        from .._inplace import write_out
+
+        return write_out(out, min(input, dim, keepdim, other=other), "min")
+    if other is not None:  # max(input, other=t): elementwise, as PyTorch's overload
+        if dim is not None:
+            raise TypeError("min(): give either dim or other, not both")
+        dim = other
     if isinstance(dim, Tensor):
         from .elementwise import minimum
 
@@ -461,8 +477,9 @@ def _arg_index(input, dim, keepdim, name):
                             f"{type(input).__name__}")
     xp = backend_of(data).xp
     fn = getattr(xp, name)
-    if dim is None:
-        return wrap(xp.asarray(fn(xp.reshape(data, (-1,)), axis=0)))
+    if dim is None:  # keepdim keeps every dim, of size 1 (PyTorch)
+        index = xp.asarray(fn(xp.reshape(data, (-1,)), axis=0))
+        return wrap(xp.reshape(index, (1,) * data.ndim) if keepdim else index)
     d = wrap_dim(dim, data.ndim, name)
     if data.ndim == 0:
         return wrap(xp.zeros((), dtype=xp.int64, **on_device_of(data)))
@@ -586,9 +603,10 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None):
     if not _is_float(input):
         raise RuntimeError(f"nanmean(): expected input to have floating point or complex "
                            f"dtype but got {input.dtype}")
-    count = sum(logical_not(isnan(input)), dim, keepdim, dtype=input.dtype)
+    total = nansum(input, dim, keepdim, dtype=dtype)
+    count = sum(logical_not(isnan(input)), dim, keepdim, dtype=total.dtype)  # dtype= kept
     with np.errstate(divide="ignore", invalid="ignore"):  # an all-NaN slice: NaN, silently
-        return nansum(input, dim, keepdim, dtype=dtype) / count
+        return total / count
 
 
 def _is_float(x):
@@ -737,6 +755,8 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
             x = wrap(hi._data != lo._data)
         else:
             x = hi - lo
+    if x is input and n == 0:  # a copy, as PyTorch's (which returns an empty dim's input)
+        x = x.clone()
     return x
 
 

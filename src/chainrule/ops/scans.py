@@ -396,12 +396,17 @@ def _scan(op, input, dim, name, dtype=None):
         if isinstance(out, tuple):
             return tuple(reshape(o, ()) for o in out)
         return reshape(out, ())
-    if op in (CUMSUM, CUMPROD) and isinstance(input, Tensor) \
+    if op in (CUMSUM, CUMPROD) and dtype is None and isinstance(input, Tensor) \
             and dtype_kind(input.dtype) in "biu":
         from .elementwise import to_dtype
 
         input = to_dtype(input, np.int64)
-    return apply(op, (input,), (d,))
+    out = apply(op, (input,), (d,))
+    if dtype is not None and op in (CUMSUM, CUMPROD) and out.dtype != input.dtype:
+        from .elementwise import to_dtype  # NumPy accumulates small ints in int64
+
+        out = to_dtype(out, input.dtype)  # (wrapping, as the narrow sum would)
+    return out
 
 
 @documented(CUMSUM)

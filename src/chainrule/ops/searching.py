@@ -135,7 +135,9 @@ def bincount(input, weights=None, minlength=0):
     if weights is None:
         return wrap(_beside(np.bincount(a, minlength=minlength).astype(np.int64), input))
     w = _host(weights, "bincount")
-    return _no_derivative(np.bincount(a, w, minlength=minlength).astype(w.dtype), "bincount",
+    # float weights keep their dtype; any other (int, bool) gives float64, as PyTorch's
+    dtype = w.dtype if w.dtype.kind == "f" else np.float64
+    return _no_derivative(np.bincount(a, w, minlength=minlength).astype(dtype), "bincount",
                           weights, input)
 
 
@@ -145,7 +147,7 @@ def histc(input, bins=100, min=0, max=0):
     entries outside are ignored. Same dtype as the input; no gradient."""
     a = _host(input, "histc")
     lo, hi = float(min), float(max)
-    if lo == hi == 0 and a.size:
+    if lo == hi and a.size:  # PyTorch: min == max (not only both 0) takes the data's range
         lo, hi = float(a.min()), float(a.max())
     if lo == hi:
         lo, hi = lo - 1, hi + 1

@@ -236,6 +236,8 @@ def constant_pad_nd(input, pad, value=0):
             shape[d] = width
             parts.append(full(tuple(shape), value, dtype=x.dtype, device=x.device))
         x = cat([parts[0], x, parts[1]], d)
+    if x is input:  # an empty pad: a copy, as PyTorch's (never the input itself)
+        x = x.clone()
     return x
 
 
