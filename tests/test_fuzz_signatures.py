@@ -224,3 +224,29 @@ def test_diff_of_order_0_and_an_empty_pad_are_copies():
         r = torch.diff(t, 0)
         t.add_(1)
         assert r.tolist() == [[1.0, 2.0, 4.0]]
+
+
+def test_methods_take_dims_as_varargs_and_sizes_by_keyword():
+    # x.flip(0, 1), x.tile(1, 2), x.squeeze(0, 1), x.hsplit(1, 2) and PyTorch's keywords
+    # (reshape(shape=), permute(dims=), expand(size=), view(size=)) raised TypeError
+    x = cr.arange(12.0).reshape(1, 1, 3, 4)
+    assert x.flip(2, 3).tolist() == cr.flip(x, (2, 3)).tolist()
+    assert x.flip(2, 3)[0, 0, 0, 0].item() == 11.0  # the last entry comes first
+    assert tuple(x.tile(1, 2).shape) == (1, 1, 3, 8)
+    assert tuple(x.squeeze(0, 1).shape) == (3, 4)
+    assert x.count_nonzero(0, 1).tolist() == [[0, 1, 1, 1], [1, 1, 1, 1], [1, 1, 1, 1]]
+    assert [tuple(p.shape) for p in x[0, 0].hsplit(1, 2)] == [(3, 1), (3, 1), (3, 2)]
+    assert tuple(x.reshape(shape=(3, 4)).shape) == (3, 4)
+    assert tuple(x.permute(dims=(3, 2, 1, 0)).shape) == (4, 3, 1, 1)
+    assert tuple(x.expand(size=(2, 1, 3, 4)).shape) == (2, 1, 3, 4)
+    assert tuple(x.view(size=(12,)).shape) == (12,)
+    # view(dtype): the same bytes read as another dtype of the same size (1.0 = 0x3FF0...)
+    assert cr.ones(2).view(cr.int64).tolist() == [0x3FF0000000000000] * 2
+    with pytest.raises(NotImplementedError, match="item size"):
+        cr.ones(2).view(cr.float32)
+    if torch is not None:
+        t = torch.arange(12.0).reshape(1, 1, 3, 4)
+        assert t.flip(2, 3).tolist() == x.flip(2, 3).tolist()
+        assert t.count_nonzero(0, 1).tolist() == x.count_nonzero(0, 1).tolist()
+        assert torch.ones(2, dtype=torch.float64).view(torch.int64).tolist() == \
+            cr.ones(2).view(cr.int64).tolist()

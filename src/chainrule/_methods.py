@@ -53,9 +53,31 @@ def _data(x):
     return x._data if isinstance(x, Tensor) else x
 
 
-def _varargs(fn):
-    def method(self, *sizes):
+def _varargs(fn, keyword):
+    """A shape method (``x.view(2, 3)``, ``x.view((2, 3))``) that also takes its sizes by
+    PyTorch's keyword (``x.reshape(shape=(2, 3))``, ``x.permute(dims=...)``)."""
+    def method(self, *sizes, **kwargs):
+        if kwargs:
+            if sizes or set(kwargs) - {keyword, "dtype"}:
+                raise TypeError(f"{fn.__name__}() got an unexpected combination of "
+                                f"arguments: {tuple(sizes)} and {sorted(kwargs)}")
+            sizes = (kwargs[keyword],) if keyword in kwargs else (kwargs["dtype"],)
         return fn(self, *sizes)
+
+    method.__name__ = fn.__name__
+    method.__doc__ = fn.__doc__
+    return method
+
+
+def _dims_varargs(fn):
+    """A method taking dims as varargs too (``x.flip(0, 1)``, ``x.tile(1, 2)``,
+    ``x.squeeze(0, 1)``, ``x.hsplit(1, 2)``), as PyTorch's: two or more ints are one
+    tuple."""
+    def method(self, *args, **kwargs):
+        if len(args) > 1 and all(isinstance(a, (int, np.integer)) and not isinstance(a, bool)
+                                 for a in args):
+            args = (tuple(args),)
+        return fn(self, *args, **kwargs)
 
     method.__name__ = fn.__name__
     method.__doc__ = fn.__doc__
@@ -525,8 +547,11 @@ def install():
     _tensor_mod.view_hooks.contiguous = _contiguous_copy
     for name in _SAME_NAME:
         setattr(T, name, getattr(ops, name))
-    for name in ("reshape", "view", "permute", "expand"):
-        setattr(T, name, _varargs(getattr(ops, name)))
+    for name, keyword in (("reshape", "shape"), ("view", "size"), ("permute", "dims"),
+                          ("expand", "size")):
+        setattr(T, name, _varargs(getattr(ops, name), keyword))
+    for name in ("flip", "tile", "squeeze", "count_nonzero"):
+        setattr(T, name, _dims_varargs(getattr(ops, name)))
     T.where = lambda self, condition, other: ops.where(condition, self, other)
     T.is_complex = lambda self: dtype_kind(self.dtype) == "c"
     T.any, T.all = ops.searching.reduce_any, ops.searching.reduce_all
@@ -623,8 +648,10 @@ def install():
     T.polygamma = lambda self, n: ops.polygamma(n, self)  # torch: x.polygamma(n)
     T.polygamma_ = _inplace_variant(T.polygamma, "polygamma")
     # NumPy's names that PyTorch has as Tensor methods too (chainrule.ops.numpy_names)
-    for name in ("deg2rad", "rad2deg", "ravel", "hsplit", "vsplit", "dsplit"):
+    for name in ("deg2rad", "rad2deg", "ravel"):
         setattr(T, name, getattr(ops, name))
+    for name in ("hsplit", "vsplit", "dsplit"):  # x.hsplit(1, 2): the indices [1, 2]
+        setattr(T, name, _dims_varargs(getattr(ops, name)))
     for name in ("deg2rad", "rad2deg"):
         setattr(T, name + "_", _inplace_variant(getattr(ops, name), name))
     T.__mod__ = lambda self, other: ops.remainder(self, other)

@@ -57,13 +57,35 @@ def reshape(input, *shape):
                            f"{size} (input shape {tuple(_shape(input))})") from None
 
 
+def _view_dtype(input, dtype):
+    data = input._data
+    if dtype == data.dtype:
+        return input
+    if input.requires_grad or data.__class__ is not np.ndarray or \
+            dtype.itemsize != data.dtype.itemsize:
+        raise NotImplementedError(
+            f"view: reinterpreting a tensor of dtype {data.dtype} as {dtype} is supported for "
+            "NumPy tensors that do not require grad, of the same item size")
+    from .._tensor import wrap
+
+    return wrap(data.view(dtype))
+
+
 def view(input, *shape):
     """The same entries in a new ``shape``, sharing memory with ``input`` (a view that is
     never a copy, unlike :func:`reshape`).
 
+    ``view(dtype)`` (one dtype argument) reinterprets the bytes of a NumPy tensor as a
+    dtype of the same item size (its own dtype: the tensor as it is), as PyTorch's.
+
     Raises RuntimeError, as PyTorch does, when the entries' layout in memory does not allow
-    the new shape without a copy (``x.t().view(6)``): use ``reshape`` then.
+    the new shape without a copy (``x.t().view(6)``): use ``reshape`` then; for
+    ``view(dtype)`` of another item size or of a tensor that requires grad (PyTorch
+    differentiates neither), NotImplementedError.
     """
+    if len(shape) == 1 and isinstance(shape[0], (np.dtype, type)) and not (
+            isinstance(shape[0], type) and issubclass(shape[0], int)):
+        return _view_dtype(input, np.dtype(shape[0]))
     sizes = _sizes(shape)
     data = input._data if isinstance(input, Tensor) else np.asarray(input)
     if data.__class__ is np.ndarray:
