@@ -10,9 +10,10 @@ Everything is composed of chainrule's differentiable ops (no new derivative rule
 gradients of any order, ``chainrule.func`` transforms and ``gradcheck`` work through it.
 """
 
+from . import _module, functional, init, utils
 from . import conv as _conv
 from . import conv_more as _conv_more
-from . import functional, init, utils
+from . import modules as _modules_file
 from ._functional_call import functional_call
 from ._module import (
     Buffer,
@@ -37,6 +38,9 @@ from .rnn import __all__ as _rnn_all
 from .transformer import *  # noqa: F401,F403
 from .transformer import __all__ as _transformer_all
 from .transformer import multi_head_attention_forward
+
+# torch.nn.modules.module: Module and the global hooks (register_module_forward_hook, ...)
+_modules_file.module = _module
 
 # transformer.py builds on functional.py, so the functional form is registered from here
 functional.multi_head_attention_forward = multi_head_attention_forward

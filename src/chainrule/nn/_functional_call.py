@@ -14,10 +14,13 @@ def _resolve(module, dotted):
     mod = module
     if path:
         for part in path.split("."):
-            sub = mod._modules.get(part) if hasattr(mod, "_modules") else None
-            if sub is None:
-                raise AttributeError(f"functional_call: {type(mod).__name__} has no submodule "
-                                     f"'{part}' (in key '{dotted}')")
+            try:
+                sub = getattr(mod, part)
+            except AttributeError:
+                raise AttributeError(f"{mod._get_name()} has no attribute `{part}`") from None
+            if not hasattr(sub, "_parameters"):
+                raise TypeError(f"submodule `{path}`: {sub} is not an instance of "
+                                "torch.nn.Module")
             mod = sub
     if name in mod._parameters:
         return mod, name, "_parameters"
@@ -56,54 +59,62 @@ def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, 
     Raises
     ------
     ValueError
-        A key given twice (in several dicts), or with ``strict``, missing or unexpected keys;
-        two different tensors given for tied names.
+        A key given twice (in several dicts); two different tensors given for tied names.
+    RuntimeError
+        With ``strict``, missing or unexpected keys (after tied names are filled in); it is
+        a ValueError too.
     AttributeError
         A key naming no submodule.
     """
     dicts = parameter_and_buffer_dicts
     if isinstance(dicts, dict):
-        dicts = (dicts,)
-    merged = {}
-    for d in dicts:
-        for k, v in d.items():
-            if k in merged:
-                raise ValueError(f"functional_call: {k} appeared in multiple dictionaries; "
-                                 "behavior of functional call is ambiguous")
-            merged[k] = v
+        merged = dict(dicts)
+    elif isinstance(dicts, (list, tuple)) and all(isinstance(d, dict) for d in dicts):
+        counts = {}
+        for d in dicts:
+            for k in d:
+                counts[k] = counts.get(k, 0) + 1
+        repeated = [k for k, n in counts.items() if n > 1]
+        if repeated:
+            raise ValueError(f"{repeated} appeared in multiple dictionaries; behavior of "
+                             "functional call is ambiguous")
+        merged = {k: v for d in dicts for k, v in d.items()}
+    else:
+        raise ValueError("Expected parameter_and_buffer_dicts to be a dict, or a list/tuple "
+                         f"of dicts, but got {type(dicts)}")
     if args is None:
         args = ()
     elif not isinstance(args, tuple):
         args = (args,)
     kwargs = {} if kwargs is None else kwargs
 
-    all_named = {}
-    for store in ("_parameters", "_buffers"):
-        for mod_prefix, mod in module.named_modules(remove_duplicate=False):
-            for name, t in getattr(mod, store).items():
-                if t is not None:
-                    all_named[(mod_prefix + "." if mod_prefix else "") + name] = t
-    if strict:
-        missing = [k for k in all_named if k not in merged]
-        unexpected = [k for k in merged if k not in all_named]
-        if missing or unexpected:
-            raise ValueError(f"functional_call: Error(s) in reparametrizing for "
-                             f"{type(module).__name__}: missing key(s): {missing}; unexpected "
-                             f"key(s): {unexpected}")
+    all_named = dict(module.named_parameters(remove_duplicate=False))
+    all_named.update(module.named_buffers(remove_duplicate=False))
     if tie_weights:
+        # a value given under one name of a tied tensor is used under all its names
         by_id = {}
         for k, t in all_named.items():
             by_id.setdefault(id(t), []).append(k)
+        untied = dict(merged)
         for names in by_id.values():
             given = [k for k in names if k in merged]
-            if not given:
+            if not given or len(names) < 2:
                 continue
-            values = {id(merged[k]) for k in given}
-            if len(values) > 1:
-                raise ValueError(f"functional_call: got different values for tied weights "
-                                 f"{given}")
+            if len({id(merged[k]) for k in given}) > 1:
+                raise ValueError(f"functional_call got multiple values for keys "
+                                 f"{sorted(names)}, which are tied. Consider using "
+                                 "tie_weights=False")
             for k in names:
-                merged.setdefault(k, merged[given[0]])
+                untied[k] = merged[given[0]]
+        merged = untied
+    if strict:
+        missing = sorted(set(all_named) - set(merged))
+        unexpected = sorted(set(merged) - set(all_named))
+        if missing or unexpected:
+            # (PyTorch raises RuntimeError; chainrule's message and ValueError came first)
+            raise _ReparametrizeError(
+                f"functional_call: Error(s) in reparametrizing for {module._get_name()}: "
+                f"missing key(s): {missing}; unexpected key(s): {unexpected}")
 
     saved = []
     try:
@@ -117,8 +128,7 @@ def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, 
             table = getattr(mod, store)
             saved.append((mod, name, store, table[name]))
             if not isinstance(v, Tensor) and v is not None:
-                raise TypeError(f"functional_call: the value for '{k}' must be a Tensor, got "
-                                f"{type(v).__name__}")
+                raise TypeError(f"{v} is not an instance of torch.Tensor")
             table[name] = v
         return module(*args, **kwargs)
     finally:
@@ -133,6 +143,11 @@ def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, 
 
 
 _MISSING = object()
+
+
+class _ReparametrizeError(RuntimeError, ValueError):
+    """``functional_call(strict=True)`` with missing or unexpected keys: a RuntimeError as
+    PyTorch's, and a ValueError as chainrule's was."""
 
 
 def stack_module_state(models):

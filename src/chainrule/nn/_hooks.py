@@ -25,13 +25,16 @@ class RemovableHandle:
 
     _next_id = 0
 
-    def __init__(self, table):
+    def __init__(self, table, on_remove=None):
         self.table = table
         self.id = RemovableHandle._next_id
+        self.on_remove = on_remove
         RemovableHandle._next_id += 1
 
     def remove(self):
         self.table.pop(self.id, None)
+        if getattr(self, "on_remove", None) is not None:
+            self.on_remove()
 
     def __enter__(self):
         return self
@@ -40,9 +43,15 @@ class RemovableHandle:
         self.remove()
 
 
-def add_hook(table, hook, prepend, extra=None):
+# hooks that every module runs (``torch.nn.modules.module.register_module_*_hook``),
+# before its own; entries as in a module's tables
+GLOBAL_HOOKS = {"_forward_pre_hooks": {}, "_forward_hooks": {}, "_backward_pre_hooks": {},
+                "_backward_hooks": {}}
+
+
+def add_hook(table, hook, prepend, extra=None, on_remove=None):
     """Register ``hook`` (with its flags ``extra``) in ``table`` (a dict in call order)."""
-    handle = RemovableHandle(table)
+    handle = RemovableHandle(table, on_remove)
     entry = (hook, extra)
     if prepend:
         items = list(table.items())
@@ -94,7 +103,7 @@ class _HookedInputs(Function):
             return (None, *grads)
         module = state.module
         grad_input = _pack(state.input_index, grads, state.n_inputs)
-        for hook, _ in list(module._backward_hooks.values()):
+        for hook, _ in _hooks_of(module, "_backward_hooks"):
             result = hook(module, grad_input, state.grad_output)
             if result is not None:
                 grad_input = _checked(result, grad_input, "grad_input")
@@ -118,7 +127,7 @@ class _HookedOutputs(Function):
         state = ctx.state
         module = state.module
         grad_output = _pack(state.output_index, grads, state.n_outputs)
-        for hook, _ in list(module._backward_pre_hooks.values()):
+        for hook, _ in _hooks_of(module, "_backward_pre_hooks"):
             result = hook(module, grad_output)
             if result is not None:
                 grad_output = _checked(result, grad_output, "grad_output", "pre ")
@@ -128,7 +137,7 @@ class _HookedOutputs(Function):
                           "respect to module outputs since no inputs require gradients.",
                           stacklevel=2)
             nones = (None,) * state.n_inputs
-            for hook, _ in list(module._backward_hooks.values()):
+            for hook, _ in _hooks_of(module, "_backward_hooks"):
                 result = hook(module, nones, grad_output)
                 if result is not None and not all(r is None for r in _as_tuple(result)):
                     raise RuntimeError("Backward hook for Modules where no input requires "
@@ -158,34 +167,68 @@ def _wrap_tensors(function, state, values):
     return tuple(values), index
 
 
+def _hooks_of(module, table):
+    """The entries of the global table, then of the module's own."""
+    return [*GLOBAL_HOOKS[table].values(), *module.__dict__[table].values()]
+
+
 def call_with_hooks(module, args, kwargs):
-    """``module(*args, **kwargs)`` with its registered hooks."""
-    for hook, with_kwargs in list(module._forward_pre_hooks.values()):
-        if with_kwargs:
-            result = hook(module, args, kwargs)
+    """``module(*args, **kwargs)`` with its registered hooks (and the global ones, first).
+
+    As PyTorch's, when the pre-hooks, ``forward`` or a forward hook raises, the forward
+    hooks registered with ``always_call=True`` that have not run yet are called (with the
+    output so far, or None) before the error propagates; an error they raise themselves
+    is turned into a warning."""
+    forward_hooks = [*GLOBAL_HOOKS["_forward_hooks"].items(),
+                     *module._forward_hooks.items()]
+    called = set()
+    output = None
+    try:
+        for hook, with_kwargs in _hooks_of(module, "_forward_pre_hooks"):
+            if with_kwargs:
+                result = hook(module, args, kwargs)
+                if result is not None:
+                    if not (isinstance(result, tuple) and len(result) == 2):
+                        raise RuntimeError("forward pre-hook must return None or a tuple of "
+                                           f"(new_args, new_kwargs), but got {result}.")
+                    args, kwargs = result
+            else:
+                result = hook(module, args)
+                if result is not None:
+                    args = _as_tuple(result)
+        state = None
+        if module._backward_hooks or module._backward_pre_hooks or \
+                GLOBAL_HOOKS["_backward_hooks"] or GLOBAL_HOOKS["_backward_pre_hooks"]:
+            state = _State(module)
+            state.n_inputs = len(args)
+            args, state.input_index = _wrap_tensors(_HookedInputs, state, tuple(args))
+        output = module.forward(*args, **kwargs)
+        for hook_id, (hook, (with_kwargs, always_call)) in forward_hooks:
+            if always_call:
+                called.add(hook_id)
+            result = hook(module, args, kwargs, output) if with_kwargs else \
+                hook(module, args, output)
             if result is not None:
-                if not (isinstance(result, tuple) and len(result) == 2):
-                    raise RuntimeError("forward pre-hook must return None or a tuple of "
-                                       f"(new_args, new_kwargs), but got {result}.")
-                args, kwargs = result
-        else:
-            result = hook(module, args)
-            if result is not None:
-                args = _as_tuple(result)
-    state = None
-    if module._backward_hooks or module._backward_pre_hooks:
-        state = _State(module)
-        state.n_inputs = len(args)
-        args, state.input_index = _wrap_tensors(_HookedInputs, state, tuple(args))
-    output = module.forward(*args, **kwargs)
-    for hook, (with_kwargs, _) in list(module._forward_hooks.values()):
-        result = hook(module, args, kwargs, output) if with_kwargs else \
-            hook(module, args, output)
-        if result is not None:
-            output = result
-    if state is not None:
-        outs = _as_tuple(output)
-        state.n_outputs = len(outs)
-        outs, state.output_index = _wrap_tensors(_HookedOutputs, state, outs)
-        output = outs if isinstance(output, tuple) else outs[0]
-    return output
+                output = result
+        if state is not None:
+            outs = _as_tuple(output)
+            state.n_outputs = len(outs)
+            outs, state.output_index = _wrap_tensors(_HookedOutputs, state, outs)
+            output = outs if isinstance(output, tuple) else outs[0]
+        return output
+    except Exception:
+        for hook_id, (hook, (with_kwargs, always_call)) in forward_hooks:
+            if not always_call or hook_id in called:
+                continue
+            try:
+                result = hook(module, args, kwargs, output) if with_kwargs else \
+                    hook(module, args, output)
+                if result is not None:
+                    output = result
+            except Exception as e:
+                where = "global module" if hook_id in GLOBAL_HOOKS["_forward_hooks"] \
+                    else "module"
+                warnings.warn(f"{where} forward hook with ``always_call=True`` raised an "
+                              "exception that was silenced as another error was raised in "
+                              f"forward: {e}", stacklevel=2)
+        raise

@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import functools
 import inspect
+import operator
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 import numpy as np
 
 from .._state import no_grad
 from .._tensor import Tensor, _copy_data, _fill, check_grad_dtype, wrap
 from ..backend import dtype_kind, numpy_dtype
-from ._hooks import add_hook, call_with_hooks
+from ._hooks import GLOBAL_HOOKS, add_hook, call_with_hooks
 
 __all__ = ["Parameter", "Buffer", "Module", "Sequential", "ModuleList", "ModuleDict",
            "ParameterList", "ParameterDict"]
@@ -92,6 +93,24 @@ class Buffer(Tensor):
         pass
 
 
+def _typename(obj):
+    """``torch.typename`` for error messages: the qualified class name (builtins by their
+    bare name); a tensor by its class name ("Tensor", where PyTorch says
+    "torch.DoubleTensor")."""
+    if isinstance(obj, Tensor):
+        return type(obj).__name__
+    cls = obj if isinstance(obj, type) else type(obj)
+    module = getattr(cls, "__module__", "") or ""
+    if module in ("", "builtins"):
+        return cls.__qualname__
+    return module + "." + cls.__qualname__
+
+
+# hooks run by every module (``register_module_*_registration_hook``)
+_GLOBAL_REGISTRATION_HOOKS = {"module": OrderedDict(), "parameter": OrderedDict(),
+                              "buffer": OrderedDict()}
+
+
 def _addindent(s, n):
     lines = s.split("\n")
     if len(lines) == 1:
@@ -109,6 +128,9 @@ class Module:
     """
 
     training: bool
+    # the version saved in ``state_dict()._metadata`` (a subclass whose saved entries
+    # change raises it and converts older ones in ``_load_from_state_dict``)
+    _version = 1
 
     def __init_subclass__(cls, **kwargs):
         # chainrule's own layers take PyTorch's factory keyword ``device=``: their
@@ -140,56 +162,57 @@ class Module:
             object.__setattr__(self, table, OrderedDict())
 
     # --- registration ---------------------------------------------------------------
-    def _check_init(self, what):
-        if "_parameters" not in self.__dict__:
-            raise AttributeError(f"cannot assign {what} before Module.__init__() call")
-
     def __setattr__(self, name, value):
+        # PyTorch's rules: a Parameter / Module / Buffer registers (taking the name from
+        # the other tables and the instance dict); a registered name only takes a value of
+        # its kind or None
         params = self.__dict__.get("_parameters")
         if isinstance(value, Parameter):
-            self._check_init("parameters")
+            if params is None:
+                raise AttributeError("cannot assign parameters before Module.__init__() call")
             self._remove_from(name, self.__dict__, self._buffers, self._modules)
             self.register_parameter(name, value)
             return
         if params is not None and name in params:
-            if value is not None and not isinstance(value, Tensor):
-                raise TypeError(f"cannot assign '{type(value).__name__}' as parameter "
-                                f"'{name}' (torch.nn.Parameter or None expected)")
-            if value is not None and not isinstance(value, Parameter):
-                raise TypeError(f"cannot assign 'Tensor' as parameter '{name}' "
+            if value is not None:
+                raise TypeError(f"cannot assign '{_typename(value)}' as parameter '{name}' "
                                 "(torch.nn.Parameter or None expected)")
-            params[name] = value
-            return
-        if isinstance(value, Module):
-            self._check_init("module")
-            self._remove_from(name, self.__dict__, self._parameters, self._buffers)
-            self._modules[name] = value
+            self.register_parameter(name, value)
             return
         modules = self.__dict__.get("_modules")
+        if isinstance(value, Module):
+            if modules is None:
+                raise AttributeError("cannot assign module before Module.__init__() call")
+            self._remove_from(name, self.__dict__, self._parameters, self._buffers)
+            for hook, _ in _GLOBAL_REGISTRATION_HOOKS["module"].values():
+                output = hook(self, name, value)
+                if output is not None:
+                    value = output
+            modules[name] = value
+            return
         if modules is not None and name in modules:
             if value is not None:
-                raise TypeError(f"cannot assign '{type(value).__name__}' as child module "
+                raise TypeError(f"cannot assign '{_typename(value)}' as child module "
                                 f"'{name}' (torch.nn.Module or None expected)")
             modules[name] = value
             return
-        if isinstance(value, Buffer):
-            self._check_init("buffers")
-            self._remove_from(name, self.__dict__, self._parameters, self._modules)
-            self.register_buffer(name, value, persistent=value.persistent)
-            return
         buffers = self.__dict__.get("_buffers")
-        if buffers is not None and name in buffers:
+        if isinstance(value, Buffer) or (buffers is not None and name in buffers):
             if value is not None and not isinstance(value, Tensor):
-                raise TypeError(f"cannot assign '{type(value).__name__}' as buffer '{name}' "
-                                "(torch.Tensor or None expected)")
-            buffers[name] = value
+                raise TypeError(f"cannot assign '{_typename(value)}' as buffer '{name}' "
+                                "(torch.nn.Buffer, torch.Tensor or None expected)")
+            if isinstance(value, Buffer):
+                persistent = value.persistent
+            else:
+                persistent = name not in self._non_persistent_buffers_set
+            self.register_buffer(name, value, persistent=persistent)
             return
         object.__setattr__(self, name, value)
 
-    @staticmethod
-    def _remove_from(name, *dicts):
+    def _remove_from(self, name, *dicts):
         for d in dicts:
             d.pop(name, None)
+        self.__dict__.get("_non_persistent_buffers_set", set()).discard(name)
 
     def __getattr__(self, name):
         d = self.__dict__
@@ -202,37 +225,53 @@ class Module:
         for store in ("_parameters", "_buffers", "_modules"):
             if name in self.__dict__.get(store, ()):
                 del self.__dict__[store][name]
-                self._non_persistent_buffers_set.discard(name)
+                if store == "_buffers":
+                    self._non_persistent_buffers_set.discard(name)
                 return
         object.__delattr__(self, name)
 
     def __dir__(self):
-        return sorted(set(super().__dir__()) | set(self._parameters) | set(self._buffers)
-                      | set(self._modules))
+        keys = (dir(type(self)) + list(self.__dict__) + list(self._parameters)
+                + list(self._modules) + list(self._buffers))
+        return sorted(k for k in keys if not k[0].isdigit())  # (not Python names)
 
     def register_parameter(self, name, param):
         """Register ``param`` (a :class:`Parameter` or None) under ``name``.
 
-        Raises KeyError for an empty, dotted or taken name, TypeError for a non-Parameter."""
-        self._check_init("parameters")
-        self._check_name(name, "parameter")
+        Raises AttributeError before ``Module.__init__``; TypeError for a non-string name
+        or a non-Parameter; KeyError for a dotted or empty name or one that is already an
+        attribute (other than a parameter)."""
+        if "_parameters" not in self.__dict__:
+            raise AttributeError("cannot assign parameter before Module.__init__() call")
+        self._check_name(name, "parameter", "_parameters")
         if param is not None and not isinstance(param, Parameter):
-            raise TypeError(f"cannot assign '{type(param).__name__}' object to parameter "
-                            f"'{name}' (torch.nn.Parameter or None required)")
+            raise TypeError(f"cannot assign '{_typename(param)}' object to parameter '{name}' "
+                            "(torch.nn.Parameter or None required)")
+        if param is not None:
+            for hook, _ in _GLOBAL_REGISTRATION_HOOKS["parameter"].values():
+                output = hook(self, name, param)
+                if output is not None:
+                    param = output
         self._parameters[name] = param
 
     def register_buffer(self, name, tensor, persistent=True):
         """Register a tensor (or None) that is state but not a parameter (running
         statistics); ``persistent=False`` leaves it out of ``state_dict``.
 
-        Raises KeyError for a bad or taken name, TypeError for a non-Tensor."""
-        self._check_init("buffers")
-        self._check_name(name, "buffer")
+        Raises AttributeError before ``Module.__init__``; KeyError for a bad or taken name,
+        TypeError for a non-string name or a non-Tensor."""
+        if "_buffers" not in self.__dict__:
+            raise AttributeError("cannot assign buffer before Module.__init__() call")
+        self._check_name(name, "buffer", "_buffers")
         if tensor is not None and not isinstance(tensor, Tensor):
-            raise TypeError(f"cannot assign '{type(tensor).__name__}' object to buffer "
-                            f"'{name}' (torch Tensor or None required)")
+            raise TypeError(f"cannot assign '{_typename(tensor)}' object to buffer '{name}' "
+                            "(torch Tensor or None required)")
         if isinstance(tensor, Buffer):
             tensor = wrap(tensor._data)
+        for hook, _ in _GLOBAL_REGISTRATION_HOOKS["buffer"].values():
+            output = hook(self, name, tensor)
+            if output is not None:
+                tensor = output
         self._buffers[name] = tensor
         if persistent:
             self._non_persistent_buffers_set.discard(name)
@@ -240,75 +279,107 @@ class Module:
             self._non_persistent_buffers_set.add(name)
 
     def add_module(self, name, module):
-        """Register a child ``module`` (or None) under ``name``."""
+        """Register a child ``module`` (or None) under ``name``.
+
+        Raises TypeError for a non-Module or a non-string name; KeyError for a dotted or
+        empty name or one that is already an attribute (other than a child module)."""
         if module is not None and not isinstance(module, Module):
-            raise TypeError(f"{type(module).__name__} is not a Module subclass")
-        self._check_name(name, "module")
+            raise TypeError(f"{_typename(module)} is not a Module subclass")
+        if not isinstance(name, str):
+            raise TypeError(f"module name should be a string. Got {_typename(name)}")
+        if hasattr(self, name) and name not in self._modules:
+            raise KeyError(f"attribute '{name}' already exists")
+        if "." in name:
+            raise KeyError(f"module name can't contain \".\", got: {name}")
+        if name == "":
+            raise KeyError("module name can't be empty string \"\"")
+        for hook, _ in _GLOBAL_REGISTRATION_HOOKS["module"].values():
+            output = hook(self, name, module)
+            if output is not None:
+                module = output
         self._modules[name] = module
 
-    register_module = add_module
+    def register_module(self, name, module):
+        """Alias of :meth:`add_module`."""
+        self.add_module(name, module)
 
-    def _check_name(self, name, what):
+    def _check_name(self, name, what, table):
+        # PyTorch's checks and messages, in its order
         if not isinstance(name, str):
-            raise TypeError(f"{what} name should be a string. Got {type(name).__name__}")
-        if "." in name or name == "":
-            raise KeyError(f"{what} name can't contain \".\" or be empty, got {name!r}")
-        taken = (name in self.__dict__ or (what != "parameter" and name in self._parameters)
-                 or (what != "buffer" and name in self._buffers)
-                 or (what != "module" and name in self._modules))
-        if taken:
+            raise TypeError(f"{what} name should be a string. Got {_typename(name)}")
+        if "." in name:
+            raise KeyError(f"{what} name can't contain \".\"")
+        if name == "":
+            raise KeyError(f"{what} name can't be empty string \"\"")
+        if hasattr(self, name) and name not in self.__dict__[table]:
             raise KeyError(f"attribute '{name}' already exists")
 
     def get_submodule(self, target):
-        """The sub-module at the dotted path ``target`` ("" is ``self``)."""
-        mod = self
+        """The sub-module at the dotted path ``target`` ("" is ``self``). Raises
+        AttributeError for a path through a missing attribute or a non-Module."""
         if target == "":
-            return mod
+            return self
+        mod = self
         for item in target.split("."):
-            if item not in mod._modules:
-                raise AttributeError(f"{type(mod).__name__} has no attribute `{item}`")
-            mod = mod._modules[item]
+            if not hasattr(mod, item):
+                raise AttributeError(mod._get_name() + " has no attribute `" + item + "`")
+            mod = getattr(mod, item)
+            if not isinstance(mod, Module):
+                raise AttributeError("`" + item + "` is not an nn.Module")
         return mod
 
     def get_parameter(self, target):
-        """The parameter at the dotted path ``target``."""
+        """The parameter at the dotted path ``target``. Raises AttributeError for a path
+        that does not lead to a parameter."""
         mod_path, _, name = target.rpartition(".")
         mod = self.get_submodule(mod_path)
-        if name not in mod._parameters:
-            raise AttributeError(f"`{name}` is not an nn.Parameter")
-        return mod._parameters[name]
+        if not hasattr(mod, name):
+            raise AttributeError(mod._get_name() + " has no attribute `" + name + "`")
+        param = getattr(mod, name)
+        if not isinstance(param, Parameter):
+            raise AttributeError("`" + name + "` is not an nn.Parameter")
+        return param
 
     def get_buffer(self, target):
         """The buffer at the dotted path ``target``. Raises AttributeError for a path that
         does not lead to a buffer."""
         mod_path, _, name = target.rpartition(".")
         mod = self.get_submodule(mod_path)
+        if not hasattr(mod, name):
+            raise AttributeError(mod._get_name() + " has no attribute `" + name + "`")
+        buffer = getattr(mod, name)
         if name not in mod._buffers:
-            raise AttributeError(f"`{name}` is not a buffer")
-        return mod._buffers[name]
+            raise AttributeError("`" + name + "` is not a buffer")
+        return buffer
 
     def set_submodule(self, target, module, strict=False):
         """Put ``module`` at the dotted path ``target`` (its parent must exist). Raises
-        AttributeError for a missing parent, or (``strict``) a name not yet a submodule;
-        ValueError for an empty ``target``."""
+        ValueError for an empty ``target`` or a non-Module; AttributeError for a missing
+        parent, a name that is an attribute but not a module, or (``strict``) a name not
+        yet an attribute."""
         if target == "":
             raise ValueError("Cannot set the submodule without a target name!")
+        if not isinstance(module, Module):
+            raise ValueError(f"`module` is not an nn.Module, found {type(module)}")
         parent_path, _, name = target.rpartition(".")
         parent = self.get_submodule(parent_path)
-        if strict and name not in parent._modules:
-            raise AttributeError(f"{parent._get_name()} has no attribute `{name}`")
+        if strict and not hasattr(parent, name):
+            raise AttributeError(parent._get_name() + " has no attribute `" + name + "`")
+        if hasattr(parent, name) and not isinstance(getattr(parent, name), Module):
+            raise AttributeError("`" + name + "` is not an nn.Module")
         setattr(parent, name, module)
 
     # --- traversal --------------------------------------------------------------------
     def named_modules(self, memo=None, prefix="", remove_duplicate=True):
         """``(dotted name, module)`` for this module ("") and every descendant, depth first;
-        a module reachable twice is listed once."""
+        a module reachable twice is listed once (``remove_duplicate=False``: under each
+        name). ``memo``: a set of modules to skip (filled in as they are listed)."""
         if memo is None:
             memo = set()
+        if self in memo:
+            return
         if remove_duplicate:
-            if id(self) in memo:
-                return
-            memo.add(id(self))
+            memo.add(self)
         yield prefix, self
         for name, m in self._modules.items():
             if m is None:
@@ -325,8 +396,8 @@ class Module:
         """``(name, module)`` of the direct children."""
         seen = set()
         for name, m in self._modules.items():
-            if m is not None and id(m) not in seen:
-                seen.add(id(m))
+            if m is not None and m not in seen:
+                seen.add(m)
                 yield name, m
 
     def children(self):
@@ -336,12 +407,14 @@ class Module:
 
     def _named_members(self, store, prefix, recurse, remove_duplicate=True):
         seen = set()
-        mods = self.named_modules(prefix=prefix) if recurse else [(prefix, self)]
+        mods = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate) \
+            if recurse else [(prefix, self)]
         for mod_prefix, mod in mods:
             for name, t in getattr(mod, store).items():
-                if t is None or (remove_duplicate and id(t) in seen):
+                if t is None or id(t) in seen:
                     continue
-                seen.add(id(t))
+                if remove_duplicate:
+                    seen.add(id(t))
                 yield mod_prefix + ("." if mod_prefix else "") + name, t
 
     def named_parameters(self, prefix="", recurse=True, remove_duplicate=True):
@@ -365,13 +438,15 @@ class Module:
 
     # --- modes, gradients, dtypes ----------------------------------------------------
     def train(self, mode=True):
-        """Set training mode on this module and its descendants; returns self.
+        """Set training mode on this module and (through their own ``train``) its
+        children; returns self.
 
         Raises ValueError for a non-bool ``mode``."""
         if not isinstance(mode, bool):
             raise ValueError("training mode is expected to be boolean")
-        for m in self.modules():
-            object.__setattr__(m, "training", mode)
+        self.training = mode
+        for m in self.children():
+            m.train(mode)
         return self
 
     def eval(self):
@@ -385,14 +460,18 @@ class Module:
         return self
 
     def zero_grad(self, set_to_none=True):
-        """Clear the parameters' gradients: None (default) or zeros."""
+        """Clear the parameters' gradients: None (default), or zeroed in place."""
         for p in self.parameters():
             if p.grad is None:
                 continue
             if set_to_none:
                 p.grad = None
             else:
-                p.grad = p.grad.detach().new_zeros(tuple(p.grad.shape))
+                if p.grad.grad_fn is not None:
+                    p.grad.detach_()
+                else:
+                    p.grad.requires_grad_(False)
+                p.grad.zero_()
 
     def apply(self, fn):
         """Call ``fn(module)`` on every descendant, then on self (children first);
@@ -403,28 +482,40 @@ class Module:
         return self
 
     def _apply_to_tensors(self, convert):
-        for m in self.modules():
-            for name, p in m._parameters.items():
-                if p is not None:
-                    new = convert(p, True)
-                    if new is not p:
-                        m._parameters[name] = Parameter(new, p.requires_grad)
-            for name, b in m._buffers.items():
+        # as PyTorch's ``_apply``: children first; a parameter keeps its identity (its data
+        # is replaced, and its gradient's), so optimizers built before still hold it
+        for m in self.children():
+            m._apply_to_tensors(convert)
+        with no_grad():
+            for p in self._parameters.values():
+                if p is None:
+                    continue
+                new = convert(p, True)
+                if new is not p:
+                    p.data = new
+                if p.grad is not None:
+                    g = convert(p.grad, False)
+                    if g is not p.grad:
+                        p.grad.data = g
+            for name, b in self._buffers.items():
                 if b is not None:
-                    m._buffers[name] = convert(b, False)
+                    self._buffers[name] = convert(b, False)
         return self
 
     def to(self, *args, dtype=None, device=None, **kwargs):
         """Cast floating parameters and buffers to ``dtype`` and move them to ``device``
-        (``to(dtype)``, ``to(device)``, ``to(device, dtype)``: "cpu", "cuda"/"cuda:i" for
-        CuPy, or an Array API library's device). Returns self (parameters are replaced by new
-        Parameters of the new dtype, as in PyTorch).
+        (``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(tensor)``: "cpu",
+        "cuda"/"cuda:i" for CuPy, or an Array API library's device). Returns self. As in
+        PyTorch, parameters stay the same objects (their data is replaced), so an
+        optimizer made before still updates them; integer buffers keep their dtype.
 
         ``to("meta")``: chainrule has no storage-free tensors, so parameters and buffers
         become NaN-filled tensors (integer buffers zeros) of the same shapes and dtypes. A
         module moved there only to be called through ``func.functional_call`` (torch.func's
         model-ensembling recipe) works as in PyTorch; a direct call gives NaN rather than
-        numbers of a model that is not there."""
+        numbers of a model that is not there.
+
+        Raises TypeError for a ``dtype`` that is neither floating nor complex."""
         for a in args:
             if isinstance(a, Tensor):
                 dtype, device = a.dtype, a.device
@@ -432,6 +523,9 @@ class Module:
                 device = a
             elif a is not None:
                 dtype = a
+        if dtype is not None and dtype_kind(dtype) not in ("f", "c"):
+            raise TypeError("nn.Module.to only accepts floating point or complex dtypes, but "
+                            f"got desired dtype={dtype}")
         if device is not None and str(device) == "meta":
             self._apply_to_tensors(lambda t, is_param: wrap(np.full(
                 t.shape, np.nan if dtype_kind(t.dtype) == "f" else 0, dtype=numpy_dtype(t.dtype))))
@@ -482,7 +576,10 @@ class Module:
                        f"cuda:{device}" if isinstance(device, int) else device)
 
     def type(self, dst_type):
-        return self.to(dst_type)
+        """Cast every parameter and buffer (integer ones too) to ``dst_type``; returns
+        self."""
+        return self._apply_to_tensors(lambda t, is_param: t if t.dtype == dst_type
+                                      else t.detach().type(dst_type))
 
     # --- state dict --------------------------------------------------------------------
     def get_extra_state(self):
@@ -522,6 +619,10 @@ class Module:
         hooks run."""
         if destination is None:
             destination = OrderedDict()
+            destination._metadata = OrderedDict()
+        local_metadata = {"version": self._version}
+        if hasattr(destination, "_metadata"):
+            destination._metadata[prefix[:-1]] = local_metadata
         for hook in self._hooks("_state_dict_pre_hooks").values():
             hook[0](self, prefix, keep_vars)
         self._save_to_state_dict(destination, prefix, keep_vars)
@@ -530,9 +631,12 @@ class Module:
                 module.state_dict(destination=destination, prefix=prefix + name + ".",
                                   keep_vars=keep_vars)
         for hook, private in self._hooks("_state_dict_hooks").values():
-            result = hook(self, destination, prefix, {})
-            if private and result is not None:
-                destination = result
+            result = hook(self, destination, prefix, local_metadata)
+            if private:
+                if result is not None:
+                    destination = result
+            elif result is not None:
+                raise RuntimeError("state_dict post-hook must return None")
         return destination
 
     def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
@@ -560,8 +664,8 @@ class Module:
                     missing_keys.append(key)
                 continue
             value = state_dict[key]
-            if not isinstance(value, Tensor) and (
-                    isinstance(value, (np.generic, int, float)) or hasattr(value, "__array__")):
+            if not isinstance(value, Tensor) and hasattr(value, "__array__") and \
+                    not isinstance(value, (int, float, complex, bool)):
                 # arrays, and tensors of other libraries (a PyTorch state dict loads as is)
                 value = wrap(np.asarray(value.detach() if hasattr(value, "detach") else value))
             if not isinstance(value, Tensor):
@@ -569,25 +673,31 @@ class Module:
                                   f"torch.Tensor or Tensor-like object from checkpoint but "
                                   f"received {type(value)}")
                 continue
-            if len(param.shape) == 0 and len(value.shape) == 1:  # PyTorch 0.3 checkpoints
-                value = value[0]
+            if len(param.shape) == 0 and len(value.shape) == 1 and value.shape[0] == 1:
+                value = value[0]  # (PyTorch 0.3 checkpoints)
             if tuple(value.shape) != tuple(param.shape):
                 error_msgs.append(f"size mismatch for {key}: copying a param with shape "
-                                  f"{tuple(value.shape)} from checkpoint, the shape in current "
-                                  f"model is {tuple(param.shape)}.")
+                                  f"{tuple(value.shape)} from checkpoint, the shape in "
+                                  f"current model is {tuple(param.shape)}.")
                 continue
-            with no_grad():
-                if assign:
-                    if isinstance(param, Parameter):
-                        if isinstance(value, Parameter):
-                            value.requires_grad_(param.requires_grad)
-                        else:
-                            value = Parameter(value, requires_grad=param.requires_grad)
-                    setattr(self, name, value)
-                else:
-                    value = value.detach()  # a copy, on the parameter's device
-                    param.copy_(value.clone() if value.device == param.device else
-                                value.to(param.device))
+            try:
+                with no_grad():
+                    if assign:
+                        if isinstance(param, Parameter):
+                            if isinstance(value, Parameter):
+                                value.requires_grad_(param.requires_grad)
+                            else:
+                                value = Parameter(value, requires_grad=param.requires_grad)
+                        setattr(self, name, value)
+                    else:
+                        value = value.detach()  # a copy, on the parameter's device
+                        param.copy_(value.clone() if value.device == param.device else
+                                    value.to(param.device))
+            except Exception as ex:
+                error_msgs.append(f'While copying the parameter named "{key}", whose '
+                                  f"dimensions in the model are {param.shape} and whose "
+                                  f"dimensions in the checkpoint are {value.shape}, an "
+                                  f"exception occurred : {ex.args}.")
         extra_key = prefix + "_extra_state"
         if self._has_extra_state("set_extra_state"):
             if extra_key in state_dict:
@@ -623,6 +733,8 @@ class Module:
         missing, unexpected, errors = [], [], []
         metadata = getattr(state_dict, "_metadata", None)
         state_dict = OrderedDict(state_dict)
+        if metadata is not None:
+            state_dict._metadata = metadata
 
         def load(module, local_state_dict, prefix=""):
             local_metadata = {} if metadata is None else dict(metadata.get(prefix[:-1], {}))
@@ -638,10 +750,11 @@ class Module:
             incompatible = _IncompatibleKeys(missing, unexpected)
             for hook, _ in module._hooks("_load_state_dict_post_hooks").values():
                 if hook(module, incompatible) is not None:
-                    raise RuntimeError("Hooks registered with "
-                                       "``register_load_state_dict_post_hook`` are not "
-                                       "expected to return new values, if incompatible_keys "
-                                       "need to be modified, it should be done inplace.")
+                    raise AssertionError("Hooks registered with "
+                                         "``register_load_state_dict_post_hook`` are not "
+                                         "expected to return new values, if "
+                                         "incompatible_keys need to be modified, it should "
+                                         "be done inplace.")
 
         load(self, state_dict)
         if strict:
@@ -730,12 +843,25 @@ class Module:
         """``hook(module, grad_input, grad_output)`` runs when the gradients of the
         module's tensor inputs are computed (``grad_input``: one per positional tensor
         input that requires grad; Nones when none does); returning a tuple replaces
-        ``grad_input``."""
+        ``grad_input``.
+
+        Raises RuntimeError on a module that has a hook of :meth:`register_backward_hook`
+        (as PyTorch)."""
+        self._backward_hook_kind(True)
         return add_hook(self._hooks("_backward_hooks"), hook, prepend)
 
     def register_backward_hook(self, hook):
-        """PyTorch's deprecated name; here the same as :meth:`register_full_backward_hook`."""
-        return self.register_full_backward_hook(hook)
+        """PyTorch's deprecated name; here the same as :meth:`register_full_backward_hook`.
+        Raises RuntimeError on a module that has a full backward hook (as PyTorch)."""
+        self._backward_hook_kind(False)
+        return add_hook(self._hooks("_backward_hooks"), hook, False)
+
+    def _backward_hook_kind(self, full):
+        kind = self.__dict__.get("_is_full_backward_hook")
+        if kind is not None and kind != full and self._hooks("_backward_hooks"):
+            raise RuntimeError("Cannot use both regular backward hooks and full backward "
+                               "hooks on a single Module. Please use only one of them.")
+        object.__setattr__(self, "_is_full_backward_hook", full)
 
     def extra_repr(self):
         """The text inside this module's parentheses in its ``repr``."""
@@ -762,6 +888,80 @@ class Module:
         return main + ")"
 
 
+# --- global hooks (torch.nn.modules.module.register_module_*) ---------------------------
+def _call_with_global_hooks(self, *args, **kwargs):
+    return call_with_hooks(self, args, kwargs)
+
+
+_fast_call = Module.__call__
+
+
+def _update_call():
+    # ``Module.__call__`` checks only the module's own hook tables (it is on every
+    # forward); while a global call hook exists, every call goes through the hooks
+    Module.__call__ = _call_with_global_hooks if any(GLOBAL_HOOKS.values()) else _fast_call
+
+
+def _add_global(table, hook, extra=None):
+    handle = add_hook(GLOBAL_HOOKS[table], hook, False, extra, on_remove=_update_call)
+    _update_call()
+    return handle
+
+
+def register_module_forward_pre_hook(hook):
+    """``hook(module, args)`` runs before the ``forward`` of every module, before the
+    module's own pre-hooks (returning a value replaces the arguments). Returns a handle
+    whose ``remove()`` unregisters it."""
+    return _add_global("_forward_pre_hooks", hook, False)
+
+
+def register_module_forward_hook(hook, *, with_kwargs=False, always_call=False):
+    """``hook(module, args, output)`` (``with_kwargs``: ``hook(module, args, kwargs,
+    output)``) runs after the ``forward`` of every module, before the module's own
+    hooks; returning a value replaces the output. Returns a removable handle."""
+    return _add_global("_forward_hooks", hook, (with_kwargs, always_call))
+
+
+def register_module_full_backward_pre_hook(hook):
+    """``hook(module, grad_output)`` for every module, before the module's own backward
+    pre-hooks. Returns a removable handle."""
+    return _add_global("_backward_pre_hooks", hook)
+
+
+def register_module_full_backward_hook(hook):
+    """``hook(module, grad_input, grad_output)`` for every module, before the module's
+    own backward hooks. Returns a removable handle."""
+    return _add_global("_backward_hooks", hook)
+
+
+def register_module_backward_hook(hook):
+    """PyTorch's deprecated name; here the same as
+    :func:`register_module_full_backward_hook`."""
+    return register_module_full_backward_hook(hook)
+
+
+def _add_registration_hook(kind, hook):
+    return add_hook(_GLOBAL_REGISTRATION_HOOKS[kind], hook, False, None)
+
+
+def register_module_module_registration_hook(hook):
+    """``hook(module, name, submodule)`` runs when any module registers a child; a
+    returned module is registered instead. Returns a removable handle."""
+    return _add_registration_hook("module", hook)
+
+
+def register_module_parameter_registration_hook(hook):
+    """``hook(module, name, param)`` runs when any module registers a parameter; a
+    returned parameter is registered instead. Returns a removable handle."""
+    return _add_registration_hook("parameter", hook)
+
+
+def register_module_buffer_registration_hook(hook):
+    """``hook(module, name, buffer)`` runs when any module registers a buffer; a returned
+    tensor is registered instead. Returns a removable handle."""
+    return _add_registration_hook("buffer", hook)
+
+
 class _IncompatibleKeys(tuple):
     """``(missing_keys, unexpected_keys)`` from ``load_state_dict``."""
 
@@ -782,32 +982,26 @@ class _IncompatibleKeys(tuple):
         return f"_IncompatibleKeys(missing_keys={self[0]}, unexpected_keys={self[1]})"
 
 
+def _abs_index(idx, n):
+    """``idx`` (an int, or an object with ``__index__``) as a position in ``range(n)``.
+    Raises TypeError for a non-integer, IndexError out of range."""
+    idx = operator.index(idx)
+    if not -n <= idx < n:
+        raise IndexError(f"index {idx} is out of range")
+    return idx % n
+
+
+def _renumber(module):
+    """Name the child modules "0", "1", ... in their order (after a deletion)."""
+    items = list(module._modules.values())
+    module._modules.clear()
+    for i, m in enumerate(items):
+        module._modules[str(i)] = m
+
+
 class _ModuleSequence(Module):
-    """What Sequential and ModuleList share: integer positions, ``len``, iteration and
-    ``append``."""
-
-    def _index(self, idx):
-        n = len(self._modules)
-        if not -n <= idx < n:
-            raise IndexError(f"index {idx} is out of range")
-        return idx % n
-
-    def __delitem__(self, idx):
-        """Remove the module(s) at ``idx`` (an int or a slice); the later ones are
-        renumbered from 0, as PyTorch's."""
-        keys = list(self._modules)
-        for k in (keys[idx] if isinstance(idx, slice) else [keys[self._index(idx)]]):
-            del self._modules[k]
-        items = list(self._modules.values())
-        self._modules.clear()
-        for i, m in enumerate(items):
-            self._modules[str(i)] = m
-
-    def pop(self, idx):
-        """Remove and return the module at ``idx`` (the later ones are renumbered)."""
-        m = self[idx]
-        del self[idx]
-        return m
+    """What Sequential and ModuleList share: integer positions, ``len``, iteration,
+    ``append``, ``pop`` and deletion (the later modules renumbered from 0, as PyTorch's)."""
 
     def __len__(self):
         return len(self._modules)
@@ -820,15 +1014,34 @@ class _ModuleSequence(Module):
         self.add_module(str(len(self)), module)
         return self
 
+    def pop(self, idx):
+        """Remove and return the module at ``idx`` (or the modules of a slice); the later
+        ones are renumbered."""
+        m = self[idx]
+        del self[idx]
+        return m
+
+    def _insert_at(self, index, module):
+        # (after the caller's checks) ``module`` at ``index`` in [0, len], the modules from
+        # there on moved up one: their names, when numbers, renumbered
+        if not isinstance(module, Module):
+            raise TypeError(f"{_typename(module)} is not a Module subclass")
+        items = list(self._modules.items())
+        items.insert(index, (None, module))
+        self._modules.clear()
+        for i, (key, m) in enumerate(items):
+            self._modules[str(i) if key is None or key.isdigit() else key] = m
+
 
 class Sequential(_ModuleSequence):
     """Modules applied in order: ``Sequential(m1, m2)(x) == m2(m1(x))``; also
     ``Sequential(OrderedDict(name=module, ...))``. Supports ``len``, iteration, integer
-    and slice indexing, ``append``."""
+    and slice indexing, ``append``, ``insert``, ``extend``, ``pop``, ``del``, ``+``, ``*``
+    (as PyTorch's)."""
 
     def __init__(self, *args):
         super().__init__()
-        if len(args) == 1 and isinstance(args[0], (OrderedDict, dict)):
+        if len(args) == 1 and isinstance(args[0], OrderedDict):
             for name, m in args[0].items():
                 self.add_module(name, m)
         else:
@@ -838,23 +1051,29 @@ class Sequential(_ModuleSequence):
     def __getitem__(self, idx):
         if isinstance(idx, slice):
             return type(self)(OrderedDict(list(self._modules.items())[idx]))
-        return list(self._modules.values())[self._index(idx)]
+        return list(self._modules.values())[_abs_index(idx, len(self))]
 
     def __setitem__(self, idx, module):
-        key = list(self._modules)[self._index(idx)]
-        self.add_module(key, module)
+        key = list(self._modules)[_abs_index(idx, len(self))]
+        setattr(self, key, module)
+
+    def __delitem__(self, idx):
+        """Remove the module(s) at ``idx`` (an int or a slice); all are then renamed
+        "0", "1", ..., as PyTorch's."""
+        keys = list(self._modules)
+        for key in (keys[idx] if isinstance(idx, slice) else [keys[_abs_index(idx, len(self))]]):
+            delattr(self, key)
+        _renumber(self)
 
     def insert(self, index, module):
         """Insert ``module`` before ``index`` (``-len <= index <= len``); returns self.
-        Raises IndexError for an index out of range."""
+        Raises AssertionError for a non-Module, IndexError for an index out of range."""
+        if not isinstance(module, Module):
+            raise AssertionError(f"module should be of type: {Module}")
         n = len(self._modules)
         if not -n <= index <= n:
             raise IndexError(f"Index out of range: {index}")
-        items = list(self._modules.items())
-        items.insert(index + n if index < 0 else index, (None, module))
-        self._modules.clear()
-        for i, (key, m) in enumerate(items):
-            self.add_module(str(i) if key is None or key.isdigit() else key, m)
+        self._insert_at(index + n if index < 0 else index, module)
         return self
 
     def extend(self, sequential):
@@ -875,13 +1094,23 @@ class Sequential(_ModuleSequence):
                              f"{type(other)} is given.")
         return self.extend(list(other))
 
-    def __mul__(self, other):
+    def _check_factor(self, other):
         if not isinstance(other, int):
             raise TypeError(f"unsupported operand type(s) for *: {type(self)} and "
                             f"{type(other)}")
         if other <= 0:
             raise ValueError(f"Non-positive multiplication factor {other} for {type(self)}")
+
+    def __mul__(self, other):
+        self._check_factor(other)
         return Sequential(*(list(self) * other))
+
+    def __rmul__(self, other):
+        return self.__mul__(other)
+
+    def __imul__(self, other):
+        self._check_factor(other)
+        return self.extend(list(self) * (other - 1))
 
     def forward(self, input):
         for m in self._modules.values():
@@ -900,13 +1129,26 @@ class ModuleList(_ModuleSequence):
     def __getitem__(self, idx):
         if isinstance(idx, slice):
             return type(self)(list(self._modules.values())[idx])
-        return self._modules[str(self._index(idx))]
+        return self._modules[str(_abs_index(idx, len(self)))]
 
     def __setitem__(self, idx, module):
-        self.add_module(str(self._index(idx)), module)
+        setattr(self, str(_abs_index(idx, len(self))), module)
+
+    def __delitem__(self, idx):
+        """Remove the module(s) at ``idx`` (an int or a slice); the later ones are
+        renumbered from 0."""
+        if isinstance(idx, slice):
+            for k in range(len(self._modules))[idx]:
+                delattr(self, str(k))
+        else:
+            delattr(self, str(_abs_index(idx, len(self))))
+        _renumber(self)
 
     def __add__(self, other):
-        return ModuleList(list(self) + list(other))
+        combined = ModuleList()
+        for m in list(self) + list(other):
+            combined.append(m)
+        return combined
 
     def __repr__(self):
         # PyTorch's compressed form: a run of modules with the same repr is one line,
@@ -927,24 +1169,25 @@ class ModuleList(_ModuleSequence):
         return self._get_name() + "(\n  " + "\n  ".join(lines) + "\n)"
 
     def extend(self, modules):
-        """Append each module of ``modules``; returns self."""
+        """Append each module of ``modules``; returns self. Raises TypeError for a
+        non-iterable."""
+        if not isinstance(modules, Iterable):
+            raise TypeError("ModuleList.extend should be called with an iterable, but got "
+                            + type(modules).__name__)
         for m in modules:
             self.append(m)
         return self
 
     def insert(self, index, module):
-        """Insert ``module`` before ``index``."""
-        items = list(self._modules.values())
-        items.insert(index, module)
-        self._modules.clear()
-        for i, m in enumerate(items):
-            self.add_module(str(i), m)
+        """Insert ``module`` before ``index``, as ``list.insert`` (a negative index counts
+        from the end; one past either end inserts there)."""
+        n = len(self._modules)
+        index = operator.index(index)
+        index = max(0, index + n) if index < 0 else min(index, n)
+        self._insert_at(index, module)
 
     def __iadd__(self, modules):
         return self.extend(modules)
-
-    def forward(self, *args, **kwargs):
-        raise NotImplementedError("ModuleList has no forward: iterate over its modules")
 
 
 class _DictOf(Module):
@@ -986,22 +1229,41 @@ class _DictOf(Module):
         return self._table().items()
 
     def get(self, key, default=None):
-        return self._table().get(key, default)
+        return self[key] if key in self else default
 
     def pop(self, key):
-        return self._table().pop(key)
+        v = self[key]
+        del self[key]
+        return v
 
     def clear(self):
-        self._table().clear()
+        for k in list(self):
+            del self[k]
 
     def update(self, items):
-        """Add the ``(name, value)`` pairs of a mapping or an iterable."""
-        pairs = items.items() if hasattr(items, "items") else items
-        for k, v in pairs:
-            self[k] = v
+        """Add the ``(name, value)`` pairs of a mapping or an iterable of pairs. Raises
+        TypeError for a non-iterable or an element that is not iterable, ValueError for an
+        element that is not a pair."""
+        what = type(self).__name__
+        if not isinstance(items, Iterable):
+            raise TypeError(f"{'ParametersDict' if what == 'ParameterDict' else what}.update "
+                            "should be called with an iterable of key/value pairs, but got "
+                            + type(items).__name__)
+        if isinstance(items, (Mapping, _DictOf)):
+            for k, v in self._mapping_items(items):
+                self[k] = v
+            return
+        for j, pair in enumerate(items):
+            if not isinstance(pair, Iterable):
+                raise TypeError(f"{what} update sequence element #{j} should be Iterable; is"
+                                + type(pair).__name__)
+            if len(pair) != 2:
+                raise ValueError(f"{what} update sequence element #{j} has length "
+                                 f"{len(pair)}; 2 is required")
+            self[pair[0]] = pair[1]
 
-    def forward(self, *args, **kwargs):
-        raise NotImplementedError(f"{type(self).__name__} has no forward: index it by name")
+    def _mapping_items(self, items):
+        return items.items()
 
 
 class ModuleDict(_DictOf):
@@ -1014,7 +1276,6 @@ class ModuleDict(_DictOf):
         self.add_module(key, module)
 
 
-
 def _as_parameter(value):
     """A tensor as a Parameter (a Parameter as it is); other values as they are."""
     if isinstance(value, Tensor) and not isinstance(value, Parameter):
@@ -1024,40 +1285,53 @@ def _as_parameter(value):
 
 class ParameterList(Module):
     """A list of parameters, registered under "0", "1", ...: ``len``, indexing, iteration,
-    ``append``, ``extend``. Tensors put in become Parameters (as PyTorch's)."""
+    ``append``, ``extend``. Tensors put in become Parameters; as PyTorch's, other values
+    are kept too (a module as a child module, anything else as an attribute)."""
 
     def __init__(self, values=None):
         super().__init__()
+        self._size = 0
         if values is not None:
             self.extend(values)
 
-    def _key(self, idx):
-        n = len(self._parameters)
-        if not -n <= idx < n:
-            raise IndexError(f"ParameterList: index {idx} is out of range for {n} parameters")
-        return str(idx % n)
-
     def __getitem__(self, idx):
         if isinstance(idx, slice):
-            return ParameterList(list(self)[idx])
-        return self._parameters[self._key(idx)]
+            out = type(self)()
+            for i in range(*idx.indices(len(self))):
+                out.append(self[i])
+            return out
+        return getattr(self, self._key(idx))
+
+    def _key(self, idx):
+        try:
+            return str(_abs_index(idx, len(self)))
+        except IndexError as e:
+            raise IndexError(f"ParameterList: {e}") from None
 
     def __setitem__(self, idx, value):
-        self.register_parameter(self._key(idx), _as_parameter(value))
+        setattr(self, self._key(idx), _as_parameter(value))
 
     def __len__(self):
-        return len(self._parameters)
+        return self._size
 
     def __iter__(self):
-        return iter(self._parameters.values())
+        return iter([self[i] for i in range(len(self))])
+
+    def __dir__(self):
+        return [k for k in super().__dir__() if not k.isdigit()]
 
     def append(self, value):
         """Add ``value`` at the end; returns self."""
-        self.register_parameter(str(len(self)), _as_parameter(value))
+        self._size += 1
+        self[self._size - 1] = value
         return self
 
     def extend(self, values):
-        """Append each of ``values``; returns self."""
+        """Append each of ``values``; returns self. Raises TypeError for a non-iterable
+        (a tensor included)."""
+        if not isinstance(values, Iterable) or isinstance(values, Tensor):
+            raise TypeError("ParameterList.extend should be called with an iterable, but got "
+                            + type(values).__name__)
         for v in values:
             self.append(v)
         return self
@@ -1066,11 +1340,12 @@ class ParameterList(Module):
         return self.extend(values)
 
     def extra_repr(self):
-        return "\n".join(f"  ({i}): " + _param_line(p, str(numpy_dtype(p.dtype)))
+        return "\n".join(f"  ({i}): " + _param_line(p, str(numpy_dtype(p.dtype))
+                                                   if isinstance(p, Tensor) else "")
                          for i, p in enumerate(self))
 
-    def forward(self, *args, **kwargs):
-        raise NotImplementedError("ParameterList has no forward: index it or iterate over it")
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError("ParameterList should not be called.")
 
 
 _TYPENAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
@@ -1087,23 +1362,126 @@ def _param_line(p, type_name):
     return f"{kind} containing: [{type_name} of size {'x'.join(str(n) for n in p.shape)}]"
 
 
-class ParameterDict(_DictOf):
+class ParameterDict(Module):
     """A dict of parameters, registered under their keys (dict methods: ``keys``,
-    ``values``, ``items``, ``update``, ``pop``, ``get``, ``in``). Tensors put in become
-    Parameters. As PyTorch's, a plain ``dict`` given to the constructor or ``update`` is
-    added in sorted key order (an ``OrderedDict``, a ParameterDict or pairs keep theirs)."""
-
-    _store = "_parameters"
+    ``values``, ``items``, ``update``, ``pop``, ``popitem``, ``get``, ``setdefault``,
+    ``copy``, ``fromkeys``, ``in``, ``|``). Tensors put in become Parameters; as PyTorch's,
+    other values are kept too (a module as a child module, anything else as an attribute).
+    A plain ``dict`` given to the constructor or ``update`` is added in sorted key order
+    (an ``OrderedDict``, a ParameterDict or pairs keep theirs)."""
 
     def __init__(self, parameters=None):
-        super().__init__(parameters)
+        super().__init__()
+        self._keys = {}
+        if parameters is not None:
+            self.update(parameters)
 
-    def update(self, items):
+    @staticmethod
+    def _key_to_attr(key):
+        if not isinstance(key, str):
+            raise TypeError("Index given to ParameterDict cannot be used as a key as it is not "
+                            f"a string (type is '{type(key).__name__}'). Open an issue on "
+                            "github if you need non-string keys.")
+        return key
+
+    def __getitem__(self, key):
+        return getattr(self, self._key_to_attr(key))
+
+    def __setitem__(self, key, value):
+        attr = self._key_to_attr(key)
+        setattr(self, attr, _as_parameter(value))
+        self._keys[key] = None
+
+    def __delitem__(self, key):
+        del self._keys[key]
+        delattr(self, self._key_to_attr(key))
+
+    def __len__(self):
+        return len(self._keys)
+
+    def __iter__(self):
+        return iter(self._keys)
+
+    def __reversed__(self):
+        return reversed(self._keys)
+
+    def __contains__(self, key):
+        return key in self._keys
+
+    def keys(self):
+        return self._keys.keys()
+
+    def items(self):
+        return ((k, self[k]) for k in self._keys)
+
+    def values(self):
+        return (self[k] for k in self._keys)
+
+    def get(self, key, default=None):
+        return self[key] if key in self else default
+
+    def pop(self, key):
+        v = self[key]
+        del self[key]
+        return v
+
+    def popitem(self):
+        """Remove and return the last ``(key, value)`` pair."""
+        k = next(reversed(self._keys))
+        return k, self.pop(k)
+
+    def setdefault(self, key, default=None):
+        if key not in self:
+            self[key] = default
+        return self[key]
+
+    def clear(self):
+        for k in list(self._keys):
+            del self[k]
+
+    def copy(self):
+        """A new ParameterDict holding the same parameters."""
+        return ParameterDict(OrderedDict((k, self[k]) for k in self._keys))
+
+    def fromkeys(self, keys, default=None):
+        return ParameterDict((k, default) for k in keys)
+
+    def update(self, parameters):
         """Add the ``(name, value)`` pairs of a mapping (a plain dict sorted by key, as
         PyTorch) or of an iterable of pairs."""
-        if isinstance(items, dict) and not isinstance(items, OrderedDict):
-            items = sorted(items.items())
-        super().update(items)
+        if not isinstance(parameters, Iterable):
+            raise TypeError("ParametersDict.update should be called with an iterable of "
+                            "key/value pairs, but got " + type(parameters).__name__)
+        if isinstance(parameters, (OrderedDict, ParameterDict)):
+            pairs = parameters.items()
+        elif isinstance(parameters, Mapping):
+            pairs = sorted(parameters.items())
+        else:
+            pairs = []
+            for j, p in enumerate(parameters):
+                if not isinstance(p, Iterable):
+                    raise TypeError(f"ParameterDict update sequence element #{j} should be "
+                                    "Iterable; is" + type(p).__name__)
+                if len(p) != 2:
+                    raise ValueError(f"ParameterDict update sequence element #{j} has length "
+                                     f"{len(p)}; 2 is required")
+                pairs.append(p)
+        for k, v in pairs:
+            self[k] = v
+
+    def __or__(self, other):
+        out = self.copy()
+        out.update(other)
+        return out
+
+    def __ror__(self, other):
+        out = other.copy()
+        out.update(self)
+        return out
+
+    def __ior__(self, other):
+        self.update(other)
+        return self
 
     def extra_repr(self):
         lines = []
@@ -1113,5 +1491,5 @@ class ParameterDict(_DictOf):
             lines.append(f"  ({k}): " + _param_line(p, "chainrule." + name))
         return "\n".join(lines)
 
-    def __setitem__(self, key, value):
-        self.register_parameter(key, _as_parameter(value))
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError("ParameterDict should not be called.")

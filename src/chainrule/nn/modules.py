@@ -286,6 +286,8 @@ class _NormBase(Module):
     (``running_mean`` zeros, ``running_var`` ones, ``num_batches_tracked``) when
     ``track_running_stats``, and resetting them."""
 
+    _version = 2  # (PyTorch's: version 2 added num_batches_tracked)
+
     def __init__(self, num_features, eps, momentum, affine, track_running_stats, dtype,
                  bias=True):
         super().__init__()
@@ -307,6 +309,20 @@ class _NormBase(Module):
                              else None)
         self.register_buffer("num_batches_tracked", wrap(np.array(0, dtype=np.int64))
                              if track else None)
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
+                              unexpected_keys, error_msgs):
+        # a checkpoint from before version 2 (or without metadata) may lack
+        # num_batches_tracked: it loads as the current value (0 when there is none)
+        version = local_metadata.get("version", None)
+        if (version is None or version < 2) and self.track_running_stats:
+            key = prefix + "num_batches_tracked"
+            if key not in state_dict:
+                state_dict[key] = self.num_batches_tracked \
+                    if self.num_batches_tracked is not None \
+                    else wrap(np.array(0, dtype=np.int64))
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict,
+                                      missing_keys, unexpected_keys, error_msgs)
 
     def reset_running_stats(self):
         if self.track_running_stats:
