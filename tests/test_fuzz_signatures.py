@@ -250,3 +250,20 @@ def test_methods_take_dims_as_varargs_and_sizes_by_keyword():
         assert t.count_nonzero(0, 1).tolist() == x.count_nonzero(0, 1).tolist()
         assert torch.ones(2, dtype=torch.float64).view(torch.int64).tolist() == \
             cr.ones(2).view(cr.int64).tolist()
+
+
+def test_lerp_rounds_as_torch_at_large_weights():
+    # |w| >= 0.5 takes end - (end - start)(1 - w): w = 1 gives end exactly, as PyTorch's
+    # (start + 1 * (end - start) can be an ulp off: 1/3 + (0.9 - 1/3) = 0.8999999999999999)
+    a, b = cr.tensor([1 / 3, -2.5, 1e-17]), cr.tensor([0.9, 3.3, 5.0])
+    assert a.lerp(b, 1.0).tolist() == [0.9, 3.3, 5.0]
+    assert 1 / 3 + (0.9 - 1 / 3) != 0.9  # the other form's rounding, for the record
+    assert cr.lerp(a, b, cr.tensor([1.0, 1.0, 1.0])).tolist() == [0.9, 3.3, 5.0]
+    assert cr.autograd.gradcheck(lambda x, y, w: cr.lerp(x, y, w),
+                                 (cr.tensor([0.1, 2.0], requires_grad=True),
+                                  cr.tensor([0.7, -1.0], requires_grad=True),
+                                  cr.tensor([0.2, 0.9], requires_grad=True)))
+    if torch is not None:
+        ta = torch.tensor([1 / 3, -2.5, 1e-17], dtype=torch.float64)
+        tb = torch.tensor([0.9, 3.3, 5.0], dtype=torch.float64)
+        assert ta.lerp(tb, 1.0).tolist() == a.lerp(b, 1.0).tolist()

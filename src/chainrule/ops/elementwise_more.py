@@ -583,8 +583,19 @@ def addcdiv(input, tensor1, tensor2, *, value=1):
 
 @name_errors
 def lerp(input, end, weight):
-    """``input + weight * (end - input)``; ``weight`` a number or a tensor. A composition."""
-    return add(input, mul(weight, sub(end, input)))
+    """``input + weight * (end - input)``; ``weight`` a number or a tensor. A composition,
+    rounded as PyTorch's kernel: ``end - (end - input) * (1 - weight)`` where
+    ``|weight| >= 0.5`` (so ``weight = 1`` gives ``end`` exactly); the two forms are equal
+    in exact arithmetic, so the derivatives are the same."""
+    diff = sub(end, input)
+    if not isinstance(weight, Tensor):
+        if abs(weight) < 0.5:
+            return add(input, mul(weight, diff))
+        return sub(end, mul(diff, 1 - weight))
+    from .elementwise import where
+
+    return where(abs(weight) < 0.5, add(input, mul(weight, diff)),
+                 sub(end, mul(diff, 1 - weight)))
 
 
 sgn = sign  # the sign of a real tensor (PyTorch's sgn is sign for real inputs)
