@@ -219,6 +219,11 @@ def _walk(roots, seeds, retain_graph, accumulate, capture, only, F, kind, owned=
     targets = capture_nodes if capture and not accumulate else only
     needed = _needed(root_nodes, targets) if targets \
         and not _sinks_targeted(deps, root_nodes, targets) else None
+    # autograd.grad: a captured node runs its backward only when it leads on to another
+    # target (PyTorch's exec_info ``needed_``); else its hooks run, its cotangent is
+    # captured, and it stops there (its saved values stay, its register_hook hooks do not
+    # fire)
+    stop = _capture_only(capture_nodes, needed) if capture and not accumulate else ()
     ready = [n for n in root_nodes if deps.get(n, 0) == 0]
     pop = buffers.pop
     # Leaves whose buffered cotangent is a fresh array made by this walk (a rule's result
@@ -251,13 +256,15 @@ def _walk(roots, seeds, retain_graph, accumulate, capture, only, F, kind, owned=
                 raise Unbatchable(_unbatchable(node, "has a hook"))
             post = node.pre_hooks.get("post") if node.pre_hooks else None
             before = g
-            g = _hooks_and_capture(node, g, capture_nodes, capture, captured)
-            if g is not before:
-                fresh.discard(node)
+            g = _hooks_and_capture(node, g, capture_nodes, capture, captured, stop)
+            if g is not before or node.pre_hooks:  # a hook may hold the array it was
+                fresh.discard(node)  # given: it must not become a .grad added into later
             elif owned is not None and node in fresh and id(g) not in taken \
-                    and node in capture_nodes:
+                    and node in stop:  # captured after its hooks, and not used on
                 taken.add(id(g))  # the caller may hand this capture out without a copy
                 owned.update(slot for (n, _), slot in capture.items() if n is node)
+            if node in stop:
+                continue
         if type(node) is OpNode:  # the common case, kept short
             saved = node.saved
             if g is None:
@@ -274,7 +281,7 @@ def _walk(roots, seeds, retain_graph, accumulate, capture, only, F, kind, owned=
             else:
                 input_grads = node._vjp(g, F)
             if post:
-                input_grads = _run_post_hooks(node, post, input_grads, g)
+                input_grads = _run_post_hooks(node, post, input_grads, g, F, needed)
                 post = None
             if check_node is not None and input_grads is not None:
                 check_node(node, input_grads, g)  # before the saved values are freed
@@ -315,7 +322,7 @@ def _walk(roots, seeds, retain_graph, accumulate, capture, only, F, kind, owned=
                 input_grads = [x.materialize() if x.__class__ is Scattered else x
                                for x in input_grads]
             if post:
-                input_grads = _run_post_hooks(node, post, input_grads, g)
+                input_grads = _run_post_hooks(node, post, input_grads, g, F, needed)
                 post = None
             if check_node is not None and input_grads is not None:
                 check_node(node, input_grads, g)
@@ -409,13 +416,36 @@ def _add(buffers, node, nr, g):
     buf[nr] = g if buf[nr] is None else buf[nr] + g
 
 
-def _hooks_and_capture(node, g, capture_nodes, capture, captured):
+def _capture_only(capture_nodes, needed):
+    """The captured nodes that lead to no other target (``needed`` None: every node
+    does): they stop the walk once their cotangent is captured."""
+    stop = set()
+    for node in capture_nodes:
+        for c, _ in node.next_functions:  # (none for a leaf's AccumulateGrad)
+            if c is not None and (needed is None or c in needed):
+                break
+        else:
+            stop.add(node)
+    return stop
+
+
+def _hooks_and_capture(node, g, capture_nodes, capture, captured, stop=()):
+    """Run ``node``'s pre-hooks and capture its cotangent. As in PyTorch's engine, a
+    captured node that runs on (it leads to another target) is captured before its hooks
+    (they change only what flows on); one that stops there is captured after the hooks of
+    the tensors it made (register_hook, retain_grad), and its own register_prehook hooks do
+    not run (it does not run)."""
     if node.nout != 1 and g is None:
         g = [None] * node.nout
-    if node.pre_hooks:
-        g = _run_pre_hooks(node, g)
+    if node in stop:
+        if node.pre_hooks:
+            g = _run_pre_hooks(node, g, False)
+        _capture(node, g, capture, captured)
+        return g
     if node in capture_nodes:
         _capture(node, g, capture, captured)
+    if node.pre_hooks:
+        g = _run_pre_hooks(node, g)
     return g
 
 
@@ -453,22 +483,39 @@ def _from_hook(result, values, hook, node, what):
     return out
 
 
-def _run_post_hooks(node, hooks, input_grads, g):
+def _run_post_hooks(node, hooks, input_grads, g, F=None, needed=None):
     """``register_hook`` hooks of a node: ``hook(grad_inputs, grad_outputs)`` (not called
-    when the node did not run: no cotangent reached it)."""
+    when the node did not run: no cotangent reached it). ``grad_inputs`` are summed back
+    to the inputs' shapes first (PyTorch's hooks see them so, and may return such); for a
+    primitive, an entry whose edge leads to no node that runs (``needed``: autograd.grad,
+    backward(inputs=)) is None, as PyTorch computes none there."""
     if input_grads is None:
         return None
     grads_out = _as_tensors([g] if node.nout == 1 else g)
-    values = list(input_grads) if input_grads is not None else [None] * len(
-        node.next_functions)
+    values = list(input_grads)
+    if not isinstance(node, OpNode):  # a custom Function's own results are shown as given
+        needed = None
+    for i, ((child, _), v, shape) in enumerate(zip(node.next_functions, values, node.shapes)):
+        if v is None:
+            continue
+        if needed is not None and child not in needed:
+            values[i] = None
+        elif v.__class__ is not Scattered and tuple(v.shape) != tuple(shape):
+            values[i] = sum_to(v, tuple(shape), F if F is not None else RAW)
+    given = list(values)
     for hook in list(hooks):
         result = hook(_as_tensors(values), grads_out)
         if result is not None:
             values = _from_hook(result, values, hook, node, "grad_inputs")
-    return values
+    # an array a hook was given may be held by it: what flows on (and may become a leaf's
+    # .grad, added into in place later) is a copy
+    return [np.array(v) if v.__class__ is _ndarray and any(v is w for w in given) else v
+            for v in values]
 
 
-def _run_pre_hooks(node, g):
+def _run_pre_hooks(node, g, node_hooks=True):
+    """The hooks of the tensors ``node`` made, then (``node_hooks``) its own
+    register_prehook hooks."""
     grads = [g] if node.nout == 1 else list(g)
     for nr, hooks in node.pre_hooks.items():
         if nr.__class__ is not int:  # the node's own hooks (register_prehook/register_hook)
@@ -492,7 +539,8 @@ def _run_pre_hooks(node, g):
                     # a copy: the hook's tensor is the user's and must not become .grad
                     grads[nr] = np.array(result._data if isinstance(result, Tensor)
                                          else result)
-    for hook in list(node.pre_hooks.get("node", ())):  # after the tensors' hooks
+    for hook in list(node.pre_hooks.get("node", ()) if node_hooks else ()):  # after the
+        # tensors' hooks
         result = hook(_as_tensors(grads))
         if result is not None:
             grads = _from_hook(result, grads, hook, node, "grad_outputs")

@@ -7,10 +7,10 @@ import numpy as np
 
 from .._dispatch import edge, refresh_view
 from .._engine import run_backward
-from .._node import accumulator
 from .._ns import RAW, differentiable, raw_for
 from .._tensor import Tensor, wrap
 from ..backend import backend_of, dtype_kind
+from .graph import GradientEdge
 
 
 class _Batched:
@@ -26,6 +26,8 @@ BATCHED = _Batched()
 def _as_tuple(x):
     if x is None:
         return ()
+    if x.__class__ is GradientEdge:  # a tuple, but one input
+        return (x,)
     return tuple(x) if isinstance(x, (tuple, list)) else (x,)
 
 
@@ -128,18 +130,33 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     only = None
     if inputs is not None:
         inputs = _as_tuple(inputs)
+        if not inputs:
+            raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
         only = set()
-        for t in inputs:
+        for i, t in enumerate(inputs):
+            if isinstance(t, GradientEdge):  # its node runs; nothing to accumulate into
+                only.add(t.node)
+                continue
+            if not isinstance(t, Tensor):
+                raise TypeError(f"backward: inputs[{i}] is a {type(t).__name__}, not a "
+                                "Tensor")
+            # as PyTorch: each input retains its gradient (a non-leaf's .grad is kept, now
+            # and after), which raises for a tensor that does not require grad
+            if not t._requires_grad:
+                raise RuntimeError("can't retain_grad on Tensor that has "
+                                   "requires_grad=False")
+            node = edge(t)[0]
             if t._grad_fn is not None:
-                raise NotImplementedError("backward(inputs=...) supports leaf tensors only")
-            only.add(accumulator(t))
-    run_backward(roots, seeds, _namespace(create_graph, tensors),
-                 retain_graph=bool(retain_graph or create_graph), only=only,
-                 create_graph=create_graph)
+                t.retain_grad()  # its gradient reaches .grad through its retain_grad hook
+            only.add(node)
+    # retain_graph defaults to create_graph; an explicit False frees the graph even then
+    retain = bool(create_graph if retain_graph is None else retain_graph)
+    run_backward(roots, seeds, _namespace(create_graph, tensors), retain_graph=retain,
+                 only=only, create_graph=create_graph)
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
-         only_inputs=True, allow_unused=False, is_grads_batched=False,
+         only_inputs=True, allow_unused=None, is_grads_batched=False,
          materialize_grads=False):
     """Return the VJPs of ``outputs`` with respect to ``inputs``, without touching ``.grad``.
 
@@ -167,6 +184,10 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         warnings.warn("only_inputs argument is deprecated and is ignored now (defaults to "
                       "True). To accumulate gradient for other parts of the graph, please use "
                       "chainrule.autograd.backward.", FutureWarning, stacklevel=2)
+    if materialize_grads and allow_unused is False:
+        raise ValueError("Expected allow_unused to be True or not passed when "
+                         "materialize_grads=True, but got: allow_unused=False.")
+    allow_unused = bool(allow_unused or materialize_grads)
     outputs = _as_tuple(outputs)
     inputs_t = _as_tuple(inputs)
     grads = _as_tuple(grad_outputs) or (None,) * len(outputs)
@@ -179,17 +200,33 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     roots, seeds = _roots(outputs, grads, create_graph)
     capture = {}
     for i, t in enumerate(inputs_t):
+        if t.__class__ is GradientEdge:
+            if materialize_grads:
+                raise RuntimeError("materialize_grads cannot be used when the given input "
+                                   "is a GradientEdge")
+            capture.setdefault((t.node, t.output_nr), i)
+            continue
         if not isinstance(t, Tensor) or not t._requires_grad:
             raise RuntimeError(f"One of the differentiated Tensors (input {i}) does not "
                                "require grad")
         capture.setdefault(edge(t), i)
     owned = set()
     captured = run_backward(roots, seeds, _namespace(create_graph, outputs),
-                            retain_graph=bool(retain_graph or create_graph),
+                            retain_graph=bool(create_graph if retain_graph is None
+                                              else retain_graph),
                             accumulate=False, capture=capture, create_graph=create_graph,
                             owned=owned)
     result = []
     for i, t in enumerate(inputs_t):
+        if t.__class__ is GradientEdge:
+            g = captured[capture[(t.node, t.output_nr)]]
+            if g is None and not allow_unused:
+                raise RuntimeError(
+                    f"The differentiated Tensor at index {i} appears to not have been used "
+                    "in the graph. Set allow_unused=True if this is the desired behavior.")
+            result.append(None if g is None else g if create_graph
+                          else wrap(np.array(g)))
+            continue
         slot = capture[edge(t)]
         g = captured[slot]
         if g is None:

@@ -92,19 +92,37 @@ class detect_anomaly:
 
 
 class set_detect_anomaly(detect_anomaly):
-    """``set_detect_anomaly(mode, check_nan=True)``: on or off, for a ``with`` block."""
+    """``set_detect_anomaly(mode, check_nan=True)``: turns anomaly mode on or off at once,
+    as PyTorch's (``set_detect_anomaly(True)`` alone switches it on for what follows); as a
+    ``with`` block it restores the previous mode at the end."""
 
     def __init__(self, mode, check_nan=True, *, check_forward=True, explain=True):
         super().__init__(check_nan, check_forward=check_forward, explain=explain)
         self.mode = mode
-
-    def __enter__(self):
-        if self.mode:
-            return super().__enter__()
         self.prev = STATE.anomaly
         self.prev_explain = _explaining()
-        STATE.set_modes(anomaly=False)
+        if mode:
+            _EXPLAIN.on = self.explain
+            STATE.set_modes(anomaly=("forward" if check_forward else "backward")
+                            if check_nan else "record")
+        else:
+            STATE.set_modes(anomaly=False)
+
+    def __enter__(self):
         return self
+
+    def __call__(self, fn):
+        # as a decorator: the mode applies inside ``fn`` only, not where it is defined
+        STATE.set_modes(anomaly=self.prev)
+        _EXPLAIN.on = self.prev_explain
+        if not self.mode:
+            def wrapper(*args, **kwargs):
+                with set_detect_anomaly(False):
+                    return fn(*args, **kwargs)
+
+            wrapper.__name__, wrapper.__doc__ = fn.__name__, fn.__doc__
+            return wrapper
+        return super().__call__(fn)
 
 
 def user_frame():

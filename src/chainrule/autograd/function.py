@@ -163,8 +163,8 @@ class FunctionNode(Node):
         if self.nout == 1:
             grads = [grads]
         fn, ctx = self.fn, self.ctx
-        if ctx._freed:
-            raise RuntimeError(FREED)
+        # a second backward after the graph was freed raises only where it reads
+        # ctx.saved_tensors (PyTorch's rule): a backward that saved nothing runs again
         args = []
         for g, meta in zip(grads, self.output_meta):
             if g is None and ctx.materialize_grads and meta is not None:
@@ -224,6 +224,10 @@ class FunctionNode(Node):
                     f"{i}; expected a Tensor (or None). Wrap arrays with chainrule.tensor()."
                 )
             shape, dtype = meta
+            if g.shape != shape and _expandable(shape, g.shape):
+                # a gradient of the broadcast shape is summed back, as PyTorch's engine
+                # does (validate_outputs: the input is expandable to it)
+                g = g.sum_to_size(*shape)
             if g.shape != shape:
                 raise RuntimeError(
                     f"{name}.backward returned a gradient of shape {tuple(g.shape)} for input "
@@ -242,6 +246,14 @@ class FunctionNode(Node):
     def _release(self):
         self.ctx._freed = True
         self.ctx._saved = ()
+
+
+def _expandable(shape, to):
+    """Whether ``shape`` broadcasts to ``to`` (PyTorch's is_expandable_to)."""
+    shape, to = tuple(shape), tuple(to)
+    if len(shape) > len(to):
+        return False
+    return all(a == b or a == 1 for a, b in zip(reversed(shape), reversed(to)))
 
 
 def _jvp_only(fn):

@@ -11,11 +11,35 @@ hooks, so a hook with an effect would silently not run.
 from __future__ import annotations
 
 import contextlib
+from typing import Any, NamedTuple
 
 from .._node import Node
 
-__all__ = ["Node", "increment_version", "saved_tensors_hooks", "save_on_cpu",
-           "disable_saved_tensors_hooks"]
+__all__ = ["Node", "GradientEdge", "get_gradient_edge", "increment_version",
+           "saved_tensors_hooks", "save_on_cpu", "disable_saved_tensors_hooks"]
+
+
+class GradientEdge(NamedTuple):
+    """Where a tensor's gradient enters the graph: ``node`` (its ``grad_fn``, or its
+    leaf's AccumulateGrad node) and ``output_nr``. ``autograd.grad`` accepts one in
+    ``inputs`` (the gradient flowing into that edge) and ``backward(inputs=)`` too."""
+
+    node: Node
+    output_nr: int
+    ownership_token: Any = None
+
+
+def get_gradient_edge(tensor):
+    """The :class:`GradientEdge` of ``tensor`` (``torch.autograd.graph.get_gradient_edge``):
+    it stays valid when ``tensor`` is later changed in place, so the gradient of its
+    value at this point can still be asked for."""
+    from .._dispatch import edge
+
+    if not tensor.requires_grad:
+        raise RuntimeError("It is not possible to get the gradient edge for a Tensor that "
+                           "does not require gradients")
+    node, nr = edge(tensor)
+    return GradientEdge(node, nr)
 
 
 def increment_version(tensor):
