@@ -178,3 +178,16 @@ def test_ctc_loss_rejects_labels_outside_the_classes_or_blank():
                                           torch.tensor([[1, 0]]), torch.tensor([4]),
                                           torch.tensor([1]), reduction="sum")
         assert np.isclose(tl.item(), one.item())
+
+
+def test_top_level_adaptive_max_pool1d_returns_values_and_indices():
+    # torch.adaptive_max_pool1d (top level) returns (values, indices); it returned the
+    # values alone, so `v, i = ...` silently split the batch of two instead
+    x = cr.tensor([[[1.0, 5.0, 2.0, 0.0, 3.0, 4.0]], [[6.0, 1.0, 0.0, 2.0, 9.0, 3.0]]])
+    v, i = cr.adaptive_max_pool1d(x, 2)  # windows [0, 3) and [3, 6)
+    assert v.tolist() == [[[5.0, 4.0]], [[6.0, 9.0]]]
+    assert i.tolist() == [[[1, 5]], [[0, 4]]]
+    assert isinstance(F.adaptive_max_pool1d(x, 2), cr.Tensor)  # nn.functional: values
+    if torch is not None:
+        tv, ti = torch.adaptive_max_pool1d(torch.tensor(x.numpy()), 2)
+        assert tv.tolist() == v.tolist() and ti.tolist() == i.tolist()

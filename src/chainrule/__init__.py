@@ -51,6 +51,7 @@ from . import (  # noqa: E402
 )
 from .autograd import functional as _functional  # noqa: E402,F401
 from .linalg.torch_functions import *  # noqa: E402,F401,F403
+from .nn.functional import _top_adaptive_max_pool1d as adaptive_max_pool1d  # noqa: E402,F401
 from .nn.functional import _top_alpha_dropout as alpha_dropout_  # noqa: E402,F401
 from .nn.functional import _top_dropout as dropout_  # noqa: E402,F401
 from .nn.functional import _top_feature_alpha_dropout as feature_alpha_dropout_  # noqa: E402,F401
@@ -58,7 +59,6 @@ from .nn.functional import _top_group_norm as group_norm  # noqa: E402,F401
 from .nn.functional import _top_layer_norm as layer_norm  # noqa: E402,F401
 from .nn.functional import (  # noqa: E402,F401  (PyTorch's top-level spellings)
     adaptive_avg_pool1d,
-    adaptive_max_pool1d,
     avg_pool1d,
     celu_,  # noqa: E402,F401
     conv1d,

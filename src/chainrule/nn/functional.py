@@ -1434,6 +1434,14 @@ def _top_group_norm(input, num_groups, weight=None, bias=None, eps=1e-5, cudnn_e
     return group_norm(input, num_groups, weight, bias, eps)
 
 
+def _top_adaptive_max_pool1d(input, output_size):
+    """``torch.adaptive_max_pool1d``: always ``(values, indices)`` (the top-level spelling
+    has no ``return_indices``; ``nn.functional``'s returns the values alone)."""
+    from .conv import adaptive_max_pool1d
+
+    return adaptive_max_pool1d(input, output_size, return_indices=True)
+
+
 # --- the other dropouts, rrelu, multilabel_margin_loss (compositions) -----------------------
 
 def _channel_mask(x, p, fname, batched_ndim):
