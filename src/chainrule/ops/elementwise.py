@@ -82,10 +82,13 @@ DIV = defop(
 
 
 def _pow_base(F, g, self, exponent):
-    # d/dx x^p = p x^(p-1); where p == 0 the derivative is 0 even at x == 0 (PyTorch's choice)
+    # d/dx x^p = p x^(p-1); where p == 0 the derivative is 0 even at x == 0 (PyTorch's choice).
+    # grad * (p x^(p-1)), grouped as PyTorch's pow_backward: the second derivative then
+    # multiplies grad * p by (p - 1) x^(p-2), which is 0 (not inf * 0 = NaN) for x = 0.5,
+    # p = 1e300
     if isinstance(exponent, (int, float)):  # a number: decided here, not elementwise
-        return F.zeros_like(g) if exponent == 0 else g * exponent * self ** (exponent - 1)
-    return F.where(exponent == 0, 0.0, g * exponent * self ** (exponent - 1))
+        return F.zeros_like(g) if exponent == 0 else g * (exponent * self ** (exponent - 1))
+    return F.where(exponent == 0, 0.0, g * (exponent * self ** (exponent - 1)))
 
 
 def _pow_exponent(F, g, self, exponent, out):
@@ -93,7 +96,13 @@ def _pow_exponent(F, g, self, exponent, out):
     # PyTorch's pow_backward_exponent (where p < 0, x^p log x = inf * -inf stays). log x is
     # cast to the result's dtype: a scalar base (2.0 ** x) must not upcast a float32 x.
     if isinstance(self, (int, float)):  # a number base (2.0 ** x)
-        return F.zeros_like(g) if self == 0 else g * out * math.log(self)
+        if self == 0:  # 0 where p >= 0, and inf * log(0) = -inf where p < 0 (PyTorch's)
+            if isinstance(exponent, (int, float)):
+                return F.zeros_like(g) if exponent >= 0 else g * out * -math.inf
+            return F.where(exponent >= 0, 0.0, g * out * -math.inf)
+        # log of a negative base is NaN (the real power has no derivative in p), not
+        # math.log's ValueError
+        return g * out * (math.log(self) if self > 0 else math.nan)
     masked = (self == 0) & (exponent >= 0)
     log_self = F.cast(F.log(F.where(masked, 1.0, self)), out.dtype)
     return F.where(masked, 0.0, g * out * log_self)

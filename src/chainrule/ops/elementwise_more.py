@@ -35,6 +35,7 @@ from .elementwise import (
     mul,
     neg,
     sign,
+    sqrt,
     sub,
     to_dtype,
 )
@@ -181,17 +182,20 @@ declare_rule_name("trunc", NUMPY.xp.trunc, lambda x: trunc(x), lambda xp, dev, l
 
 # --- inverse circular and hyperbolic functions -----------------------------------------------
 
+declare_rule_name("sqrt", NUMPY.xp.sqrt, lambda x: sqrt(x), lambda xp, dev, lazy: xp.sqrt)
 declare_rule_name("sinh", NUMPY.xp.sinh, lambda x: sinh(x), lambda xp, dev, lazy: xp.sinh)
 declare_rule_name("cosh", NUMPY.xp.cosh, lambda x: cosh(x), lambda xp, dev, lazy: xp.cosh)
 SINH = elementwise("sinh", "sinh", lambda F, self: F.cosh(self), math="cosh(x)",
                    source=HYPERBOLIC)
 COSH = elementwise("cosh", "cosh", lambda F, self: F.sinh(self), math="sinh(x)",
                    source=HYPERBOLIC)
-ACOS = elementwise("acos", "acos", lambda F, self: -(1 - self * self) ** -0.5,
+# 1 / sqrt(1 - x^2), not (1 - x^2) ** -0.5: for |x| = 1e300 or inf (acos NaN), the power
+# of -inf is 0 (IEEE pow), a silent zero gradient; sqrt(-inf) is NaN, as PyTorch's
+ACOS = elementwise("acos", "acos", lambda F, self: -1 / F.sqrt(1 - self * self),
                    math="-1 / sqrt(1 - x^2)", source=CIRCULAR,
                    singular=Singular("x = -1 or x = 1", "infinite", lambda self: abs(self) == 1,
                                      "acos(clamp(x, -1 + eps, 1 - eps))"))
-ASIN = elementwise("asin", "asin", lambda F, self: (1 - self * self) ** -0.5,
+ASIN = elementwise("asin", "asin", lambda F, self: 1 / F.sqrt(1 - self * self),
                    math="1 / sqrt(1 - x^2)", source=CIRCULAR,
                    singular=Singular("x = -1 or x = 1", "infinite", lambda self: abs(self) == 1,
                                      "asin(clamp(x, -1 + eps, 1 - eps))"))

@@ -72,32 +72,97 @@ def _declare_special(name, diff, kernel=None):
 def _polygamma_kernel(xp, x, n):
     # psi^(n)(x) = (-1)^(n+1) n! zeta(n + 1, x) for n >= 1 (A&S 6.4.10); psi for n = 0
     if n == 0:
-        return xp.digamma(x)
+        return _digamma_kernel(xp, x)
     return (-1.0) ** (n + 1) * math.factorial(n) * xp.zeta(float(n + 1), x)
 
 
 # The names the rules below use; the differentiable versions are this module's functions.
-_declare_special("digamma", lambda x: digamma(x))
+_declare_special("digamma", lambda x: digamma(x),
+                 kernel=xp_kernel(lambda xp, x: _digamma_kernel(xp, x)))
 declare_rule_name("polygamma", lambda n, x: _polygamma_kernel(NUMPY.xp, x, n),
                   lambda n, x: polygamma(n, x),
                   lambda xp, dev, lazy: lambda n, x: _polygamma_kernel(xp, x, n))
 for _name in ("i0", "i1", "i0e", "i1e"):
     _declare_special(_name, (lambda name: lambda x: globals()[name](x))(_name))
 _declare_special("zeta", lambda x, q: zeta(x, q))
-_declare_special("erfinv", lambda x: erfinv(x))
+_declare_special("erfinv", lambda x: erfinv(x),
+                 kernel=xp_kernel(lambda xp, x: xp.copysign(xp.erfinv(x), x)))
 _declare_special("erfcx", lambda x: erfcx(x))
 declare_rule_name("log1p", NUMPY.xp.log1p, lambda x: log1p(x), lambda xp, dev, lazy: xp.log1p)
 
 # --- gamma family ------------------------------------------------------------------------------
 
+# log Gamma(2 + z) = (1 - gamma) z + sum_{k>=2} (-1)^k (zeta(k) - 1) / k z^k (A&S 6.1.33),
+# coefficients of z^1 .. z^22 (the terms fall like 2^-k; 0.1^k for |z| <= 0.2)
+_LGAMMA_AT_2 = [
+    0.42278433509846713, 0.3224670334241132, -0.0673523010531981, 0.020580808427784546,
+    -0.007385551028673986, 0.0028905103307415234, -0.001192753911703261,
+    0.0005096695247430425, -0.00022315475845357939, 9.945751278180853e-05,
+    -4.492623673813314e-05, 2.050721277567069e-05, -9.439488275268397e-06,
+    4.374866789907488e-06, -2.039215753801366e-06, 9.55141213040742e-07,
+    -4.492469198764566e-07, 2.1207184805554665e-07, -1.0043224823968099e-07,
+    4.7698101693639804e-08, -2.2711094608943164e-08, 1.0838659214896955e-08]
+
+
+def _lgamma_exact(xp, x):
+    """log |Gamma(x)| where SciPy's float64 gammaln is inaccurate: near its zeros x = 1 and
+    x = 2 (|x - 1|, |x - 2| < 0.2), where Cephes's log(Gamma(x + 1) / x) cancels (2.2e-16
+    for 6.4e-17 at 1 - 2^-53, the wrong sign at 2 - 2^-52), by the series at 2 (and
+    lgamma(1 + z) = lgamma(2 + z) - log1p(z)); and below 1e-300, where 1 / x overflows
+    (gammaln(1e-310) = inf), as -log |x| (the next term, -gamma x, is below an ulp)."""
+    near1 = x < 1.5
+    z = xp.where(near1, x - 1.0, x - 2.0)  # exact (Sterbenz)
+    s = _LGAMMA_AT_2[-1]
+    for c in reversed(_LGAMMA_AT_2[:-1]):
+        s = c + z * s
+    s = z * s
+    s = xp.where(near1, s - xp.log1p(z), s)
+    return xp.where(xp.abs(x) < 1e-300, -xp.log(xp.abs(x)), s)
+
+
 def _lgamma_kernel(xp, x):
     out = xp.gammaln(x)
-    return xp.where(x == -math.inf, math.inf, out)  # log |Gamma(-inf)| = inf (C, PyTorch)
+    out = xp.where(x == -math.inf, math.inf, out)  # log |Gamma(-inf)| = inf (C, PyTorch)
+    if str(x.dtype) != "float64":  # float32 loops compute in double: accurate enough
+        return out
+    bad = (xp.abs(x - 1.0) < 0.2) | (xp.abs(x - 2.0) < 0.2) | (xp.abs(x) < 1e-300)
+    if x.__class__ is NUMPY.xp.ndarray:  # only the few points that need it
+        if bad.any():
+            out[bad] = _lgamma_exact(xp, x[bad])
+        return out
+    return xp.where(bad, _lgamma_exact(xp, x), out)
 
 
-LGAMMA = elementwise("lgamma", xp_kernel(_lgamma_kernel), lambda F, self: F.digamma(self),
+_LGAMMA_KERNEL = xp_kernel(_lgamma_kernel)
+_LGAMMA_KERNEL.__name__ = "gammaln"
+
+
+LGAMMA = elementwise("lgamma", _LGAMMA_KERNEL, lambda F, self: F.digamma(self),
                      math="digamma(x)", source=f"{AS}, eq. 6.3.1 (psi = d/dx log Gamma)")
-DIGAMMA = elementwise("digamma", special_kernel("digamma"),
+def _digamma_reflected(xp, x):
+    # psi(x) = psi(1 - x) - pi cot(pi x) (A&S 6.3.7), cot(pi x) = cot(pi r) with r = x - round(x)
+    # exact, where SciPy's (and PyTorch's) reflection loses the distance to the pole
+    # (2.7e-5 relative at x = -1 + 1e-12)
+    r = x - xp.round(x)
+    return xp.digamma(1.0 - x) - math.pi / xp.tan(math.pi * r)
+
+
+def _digamma_kernel(xp, x):
+    out = xp.digamma(x)
+    if str(x.dtype) != "float64":  # float32 loops compute in double
+        return out
+    # x < 0 and not an integer (there PyTorch's digamma is NaN, as SciPy's)
+    bad = (x < 0) & (x != xp.round(x))
+    if x.__class__ is NUMPY.xp.ndarray:
+        if bad.any():
+            out[bad] = _digamma_reflected(xp, x[bad])
+        return out
+    return xp.where(bad, _digamma_reflected(xp, xp.where(bad, x, -0.5)), out)
+
+
+_DIGAMMA_KERNEL = xp_kernel(_digamma_kernel)
+_DIGAMMA_KERNEL.__name__ = "digamma"
+DIGAMMA = elementwise("digamma", _DIGAMMA_KERNEL,
                       lambda F, self: F.polygamma(1, self), math="polygamma(1, x)",
                       source=f"{AS}, eq. 6.4.1 (psi^(n) = d^(n+1)/dx^(n+1) log Gamma)")
 POLYGAMMA = defop(
@@ -175,7 +240,11 @@ ERFC = elementwise("erfc", special_kernel("erfc"),
                    lambda F, self: (-2 / _SQRT_PI) * F.exp(-self * self),
                    math="-2 / sqrt(pi) * exp(-x^2)",
                    source=f"{AS}, eqs. 7.1.2 (erfc = 1 - erf) and 7.1.19")
-ERFINV = elementwise("erfinv", special_kernel("erfinv"),
+# erfinv is odd, and SciPy's gives erfinv(-0.0) = +0.0 (PyTorch's: -0.0): copysign puts
+# x's sign back (the result's sign is x's everywhere, NaN kept)
+_ERFINV_KERNEL = xp_kernel(lambda xp, x: xp.copysign(xp.erfinv(x), x))
+_ERFINV_KERNEL.__name__ = "erfinv"
+ERFINV = elementwise("erfinv", _ERFINV_KERNEL,
                      # erfinv(x) recomputed from x (PyTorch saves only self): changing the
                      # output in place leaves the backward valid
                      lambda F, self: (_SQRT_PI / 2) * F.exp(F.erfinv(self) ** 2),
@@ -272,16 +341,36 @@ def logit(input, eps=None):
 _BESSEL = f"{AS}, eqs. 9.6.26-9.6.27 (I0' = I1, I1' = I0 - I1 / x)"
 
 
+# I1'(x) = sum_k (2k + 1) x^(2k) / (2^(2k+1) k! (k+1)!) (from A&S 9.6.10), coefficients of
+# x^0, x^2, ..., x^20: for |x| < 1 the last term is below 1e-19. Used there, where
+# I0 - I1 / x loses 1 / x (1 / 5e-324 overflows: 0 or -inf for 1/2) and its own derivative,
+# I1'' = I1 - (I1' - I1 / x) / x, cancels to nothing (4e-6 for 3.8e-11 at x = 1e-10).
+_I1_PRIME = [(2 * k + 1) / (2.0 ** (2 * k + 1) * math.factorial(k) * math.factorial(k + 1))
+             for k in range(11)]
+
+
+def _i1_prime_series(F, x, small):
+    x2 = F.where(small, x, 0.0) ** 2
+    series = _I1_PRIME[-1]
+    for c in reversed(_I1_PRIME[:-1]):
+        series = c + x2 * series
+    return series
+
+
 def _i1_deriv(F, self, out):
-    # I1' = I0 - I1 / x, whose limit at 0 is 1/2
-    safe = F.where(self == 0, 1.0, self)
-    return F.where(self == 0, 0.5, F.i0(self) - out / safe)
+    # I1' = I0 - I1 / x; for |x| < 1 its power series (1/2 at 0)
+    small = F.abs(self) < 1.0
+    safe = F.where(small, 1.0, self)
+    return F.where(small, _i1_prime_series(F, self, small), F.i0(self) - out / safe)
 
 
 def _i1e_deriv(F, self, out):
-    # i1e = e^-|x| I1: i1e' = i0e - i1e (sign(x) + 1 / x), 1/2 at 0
-    safe = F.where(self == 0, 1.0, self)
-    return F.where(self == 0, 0.5, F.i0e(self) - out * (F.sign(self) + 1 / safe))
+    # i1e = e^-|x| I1: i1e' = i0e - i1e (sign(x) + 1 / x) = e^-|x| I1' - sign(x) i1e; for
+    # |x| < 1 the second form with I1''s power series (1/2 at 0)
+    small = F.abs(self) < 1.0
+    safe = F.where(small, 1.0, self)
+    near = F.exp(-F.abs(self)) * _i1_prime_series(F, self, small) - F.sign(self) * out
+    return F.where(small, near, F.i0e(self) - out * (F.sign(self) + 1 / safe))
 
 
 I0 = elementwise("i0", special_kernel("i0"), lambda F, self: F.i1(self), math="i1(x)",
@@ -290,10 +379,13 @@ I0E = elementwise("i0e", special_kernel("i0e"),
                   lambda F, self, out: F.i1e(self) - F.sign(self) * out,
                   math="i1e(x) - sign(x) i0e(x)",
                   source=_BESSEL + "; product rule on i0e = exp(-|x|) I0")
-I1 = elementwise("i1", special_kernel("i1"), _i1_deriv, math="i0(x) - i1(x) / x  (1/2 at 0)",
-                 source=_BESSEL)
+I1 = elementwise("i1", special_kernel("i1"), _i1_deriv,
+                 math="i0(x) - i1(x) / x  (for |x| < 1 its power series "
+                      "sum_k (2k+1) x^(2k) / (2^(2k+1) k! (k+1)!), 1/2 at 0)",
+                 source=_BESSEL + "; the series from eq. 9.6.10")
 I1E = elementwise("i1e", special_kernel("i1e"), _i1e_deriv,
-                  math="i0e(x) - i1e(x) (sign(x) + 1 / x)  (1/2 at 0)",
+                  math="i0e(x) - i1e(x) (sign(x) + 1 / x)  (for |x| < 1: exp(-|x|) I1'(x) - "
+                       "sign(x) i1e(x), I1' by its power series; 1/2 at 0)",
                   source=_BESSEL + "; product rule on i1e = exp(-|x|) I1")
 
 i0 = _unary(I0, "Elementwise modified Bessel function of the first kind, order 0.")
@@ -343,7 +435,7 @@ xlog1py = documented(XLOG1PY)(xlog1py)
 
 # --- gamma function, its sign and reciprocal, beta (SciPy's names) ---------------------------
 
-_declare_special("lgamma", lambda x: lgamma(x), kernel=special_kernel("gammaln"))
+_declare_special("lgamma", lambda x: lgamma(x), kernel=_LGAMMA_KERNEL)
 _declare_special("xlogy", lambda x, y: xlogy(x, y), kernel=XLOGY.kernel)
 _declare_special("xlog1py", lambda x, y: xlog1py(x, y), kernel=XLOG1PY.kernel)
 
