@@ -2,6 +2,8 @@
 kinks, empty bags, degenerate shapes). Each test checks a value derived by hand (or an
 invariant) and, where PyTorch is importable, PyTorch's own answer."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -191,3 +193,32 @@ def test_top_level_adaptive_max_pool1d_returns_values_and_indices():
     if torch is not None:
         tv, ti = torch.adaptive_max_pool1d(torch.tensor(x.numpy()), 2)
         assert tv.tolist() == v.tolist() and ti.tolist() == i.tolist()
+
+
+def test_elu_family_slope_far_left_and_threshold_of_nan():
+    # d/dx alpha (exp(x) - 1) = alpha exp(x): expm1's rule took it as y + 1, which cancels
+    # (1.7e-4 off at x = -30, 0 below -37)
+    for x in (-30.0, -40.0, -700.0):
+        a = cr.tensor([x], requires_grad=True)
+        F.elu(a, alpha=2.0).sum().backward()
+        np.testing.assert_allclose(a.grad.item(), 2.0 * math.exp(x), rtol=1e-15)
+        s = cr.tensor([x], requires_grad=True)
+        F.selu(s).sum().backward()
+        np.testing.assert_allclose(s.grad.item(), 1.0507009873554805 * 1.6732632423543772
+                                   * math.exp(x), rtol=1e-14)
+    e = cr.tensor([-30.0], requires_grad=True)
+    cr.expm1(e).sum().backward()
+    assert e.grad.item() == math.exp(-30.0)
+    # threshold is value where x <= threshold, else x: a NaN stays NaN, with gradient 1
+    t = cr.tensor([math.nan, 0.5, 2.0], requires_grad=True)
+    y = F.threshold(t, 1.0, -5.0)
+    assert math.isnan(y[0].item()) and y[1:].tolist() == [-5.0, 2.0]
+    y.sum().backward()
+    assert t.grad.tolist() == [1.0, 0.0, 1.0]
+    if torch is not None:
+        tt = torch.tensor([math.nan, 0.5, 2.0], dtype=torch.float64, requires_grad=True)
+        torch.nn.functional.threshold(tt, 1.0, -5.0).sum().backward()
+        assert tt.grad.tolist() == t.grad.tolist()
+        te = torch.tensor([-30.0], dtype=torch.float64, requires_grad=True)
+        torch.nn.functional.elu(te, alpha=2.0).sum().backward()
+        np.testing.assert_allclose(te.grad.item(), 2.0 * math.exp(-30.0), rtol=1e-15)

@@ -51,7 +51,7 @@ from . import (  # noqa: E402
 )
 from .autograd import functional as _functional  # noqa: E402,F401
 from .linalg.torch_functions import *  # noqa: E402,F401,F403
-from .nn.functional import _top_adaptive_max_pool1d as adaptive_max_pool1d  # noqa: E402,F401
+from .nn.conv import _top_adaptive_max_pool1d as adaptive_max_pool1d  # noqa: E402,F401
 from .nn.functional import _top_alpha_dropout as alpha_dropout_  # noqa: E402,F401
 from .nn.functional import _top_dropout as dropout_  # noqa: E402,F401
 from .nn.functional import _top_feature_alpha_dropout as feature_alpha_dropout_  # noqa: E402,F401

@@ -461,6 +461,12 @@ def adaptive_max_pool1d(input, output_size, return_indices=False):
     return _adaptive_max(input, output_size, return_indices, 1, "adaptive_max_pool1d")
 
 
+def _top_adaptive_max_pool1d(input, output_size):
+    """``torch.adaptive_max_pool1d``: always ``(values, indices)`` (the top-level spelling
+    has no ``return_indices``; ``nn.functional``'s returns the values alone)."""
+    return adaptive_max_pool1d(input, output_size, return_indices=True)
+
+
 def adaptive_max_pool2d(input, output_size, return_indices=False):
     return _adaptive_max(input, output_size, return_indices, 2, "adaptive_max_pool2d")
 

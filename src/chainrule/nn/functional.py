@@ -1298,9 +1298,10 @@ def softshrink(input, lambd=0.5):
 
 
 def threshold(input, threshold, value, inplace=False):
-    """``x`` where ``x > threshold``, else ``value`` (gradient 0 there)."""
+    """``value`` where ``x <= threshold``, else ``x`` (gradient 0 there); a NaN stays NaN
+    (with gradient 1), as PyTorch's ``x <= threshold ? value : x``."""
     x = _t(input)
-    return _ops.where(x > threshold, x, float(value))
+    return _ops.where(x <= threshold, float(value), x)
 
 
 def prelu(input, weight):
@@ -1432,14 +1433,6 @@ def _top_layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5,
 @_name_errors_of("group_norm")
 def _top_group_norm(input, num_groups, weight=None, bias=None, eps=1e-5, cudnn_enabled=True):
     return group_norm(input, num_groups, weight, bias, eps)
-
-
-def _top_adaptive_max_pool1d(input, output_size):
-    """``torch.adaptive_max_pool1d``: always ``(values, indices)`` (the top-level spelling
-    has no ``return_indices``; ``nn.functional``'s returns the values alone)."""
-    from .conv import adaptive_max_pool1d
-
-    return adaptive_max_pool1d(input, output_size, return_indices=True)
 
 
 # --- the other dropouts, rrelu, multilabel_margin_loss (compositions) -----------------------

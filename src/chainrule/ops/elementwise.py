@@ -326,7 +326,9 @@ LOG1P = elementwise("log1p", "log1p", lambda F, self: 1 / (1 + self), math="1 / 
                     source=CALCULUS,
                     singular=Singular("x = -1", "infinite", lambda self: self == -1,
                                       "where(m, log1p(where(m, x, 0.0)), 0.0)"))
-EXPM1 = elementwise("expm1", "expm1", lambda F, out: out + 1, math="exp(x) = y + 1",
+# exp(x) from x, not y + 1: where expm1(x) is near -1 (x < -20) y + 1 cancels (1.7e-4
+# relative error at x = -30, 0 below -37), and elu/celu/selu take their slope from here
+EXPM1 = elementwise("expm1", "expm1", lambda F, self: F.exp(self), math="exp(x)",
                     source=CALCULUS)
 SQRT = elementwise("sqrt", "sqrt", lambda F, out: 0.5 / out, math="1 / (2 sqrt(x))",
                    source=CALCULUS,
