@@ -86,6 +86,8 @@ SAMPLES = [
     S("round", lambda a: a.round(decimals=1) * a, [between_integers(3, 4) / 10], "decimals"),
     S("trunc", lambda a: cr.frac(a), [between_integers(3, 4)], "frac"),
     S("floor_divide", lambda a, b: cr.floor_divide(a, b) * a + b, [FMOD_A, FMOD_B]),
+    S("trunc_divide", lambda a, b: cr.div(a, b, rounding_mode="trunc") * a + b,
+      [FMOD_A, FMOD_B]),
     S("fmod", lambda a, b: cr.fmod(a, b), [FMOD_A, FMOD_B]),
     S("remainder", lambda a, b: cr.remainder(a, b), [FMOD_A, FMOD_B]),
     S("remainder", lambda a: a % 0.7, [MOD_A], "operator"),

@@ -247,3 +247,22 @@ def test_spherical_bessel_j0_derivatives_at_and_near_zero():
     np.testing.assert_allclose(d2[3:7], [d2j(v) for v in x[3:7]], rtol=1e-11)
     np.testing.assert_array_equal(d1[[0, 1, 7, 8]], 0.0)  # was NaN at +-inf
     assert sp.spherical_bessel_j0(cr.tensor([0, 2])).dtype == cr.float64  # int -> float
+
+
+def test_trunc_division_has_zero_gradient_also_at_a_zero_divisor():
+    # div(rounding_mode="trunc") was trunc(x / y): the zero cotangent of trunc went through
+    # x / y, 0 / 0 = NaN where y = 0 (and -0.0 elsewhere); now one op with gradient 0
+    x = cr.tensor([7.0, -7.0, 1.0], requires_grad=True)
+    y = cr.tensor([2.0, 2.0, 0.0], requires_grad=True)
+    q = cr.div(x, y, rounding_mode="trunc")
+    assert q.tolist() == [3.0, -3.0, math.inf]
+    q.sum().backward()
+    assert x.grad.tolist() == [0.0, 0.0, 0.0] and y.grad.tolist() == [0.0, 0.0, 0.0]
+    assert not np.signbit(x.grad.numpy()).any()
+    assert cr.div(cr.tensor([7, -7]), cr.tensor([2, 2]), rounding_mode="trunc").tolist() == \
+        [3, -3]
+    if torch is not None:
+        tx = torch.tensor([7.0, -7.0, 1.0], dtype=torch.float64, requires_grad=True)
+        ty = torch.tensor([2.0, 2.0, 0.0], dtype=torch.float64, requires_grad=True)
+        torch.div(tx, ty, rounding_mode="trunc").sum().backward()
+        assert ty.grad.tolist() == y.grad.tolist()

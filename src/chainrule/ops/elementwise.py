@@ -247,7 +247,7 @@ def div(input, other, *, rounding_mode=None):
         if _integral(input) and _integral(other):  # exact, and integer as PyTorch's
             return mul(mul(sign(input), sign(other)),
                        apply(TABLE["floor_divide"], (abs(input), abs(other))))
-        return apply(TABLE["trunc"], (apply(DIV, (input, other)),))
+        return apply(TABLE["trunc_divide"], (input, other))
     raise ValueError(f"div: rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}")
 
 

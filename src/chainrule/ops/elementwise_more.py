@@ -149,6 +149,17 @@ ROUND = zero_gradient("round", _round_kernel, attrs=("decimals",))
 FLOOR_DIVIDE = zero_gradient("floor_divide", "floor_divide", ("self", "other"),
                              what="piecewise constant (floor(x / y))")
 
+
+@xp_kernel
+def _trunc_divide_kernel(xp, x, y):
+    return xp.trunc(x / y)
+
+
+# div(rounding_mode="trunc") of floats: one op with a zero gradient (trunc of a recorded
+# division would pull a zero cotangent through x / y, 0 / 0 = NaN where y = 0)
+TRUNC_DIVIDE = zero_gradient("trunc_divide", _trunc_divide_kernel, ("self", "other"),
+                             what="piecewise constant (trunc(x / y))")
+
 floor = _unary(FLOOR, "Elementwise floor (largest integer <= x); zero gradient.")
 ceil = _unary(CEIL, "Elementwise ceiling (smallest integer >= x); zero gradient.")
 trunc = _unary(TRUNC, "Elementwise rounding toward zero; zero gradient.")
