@@ -50,6 +50,11 @@ from . import (  # noqa: E402
     viz,
 )
 from .autograd import functional as _functional  # noqa: E402,F401
+from .autograd.anomaly import (  # noqa: E402,F401  (torch's top-level names)
+    is_anomaly_check_nan_enabled,
+    is_anomaly_enabled,
+    set_anomaly_enabled,
+)
 from .linalg.torch_functions import *  # noqa: E402,F401,F403
 from .nn.conv import _top_adaptive_max_pool1d as adaptive_max_pool1d  # noqa: E402,F401
 from .nn.functional import _top_alpha_dropout as alpha_dropout_  # noqa: E402,F401

@@ -19,17 +19,17 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from . import _creation
+from . import _creation, _dispatch
 from . import amp as _amp
 from ._creation import _promote_types, _result_type
 from ._dispatch import name_errors, torch_can_cast
 from ._state import STATE, _GradMode
-from ._tensor import PRINT_OPTS, Size, Tensor
+from ._tensor import PRINT_OPTS, InferenceVersion, Size, Tensor
 from .backend import device as _device
 from .backend import numpy_dtype
 
 __all__ = ["is_tensor", "is_floating_point", "is_nonzero", "inference_mode",
-           "is_inference_mode_enabled", "Size", "finfo", "iinfo", "promote_types",
+           "is_inference_mode_enabled", "is_inference", "Size", "finfo", "iinfo", "promote_types",
            "result_type", "can_cast", "broadcast_shapes", "set_printoptions", "get_rng_state",
            "set_rng_state", "save", "load", "use_deterministic_algorithms",
            "are_deterministic_algorithms_enabled", "compile", "cuda", "backends", "jit",
@@ -66,8 +66,13 @@ def is_nonzero(input):
 
 
 class inference_mode(_GradMode):
-    """``no_grad`` for inference: results of ops inside do not require grad (and
-    :func:`is_inference_mode_enabled` is True). ``inference_mode(False)`` changes nothing.
+    """``no_grad`` for inference (``torch.inference_mode``): results of ops inside do not
+    require grad, :func:`is_inference_mode_enabled` is True, and every tensor made inside
+    is an *inference tensor* (``Tensor.is_inference()``; views of normal tensors stay
+    normal). Outside inference mode an inference tensor raises RuntimeError (PyTorch's
+    messages) when a recorded op saves it for backward, when it is updated in place, and
+    when it is asked to require grad; use ``clone()`` to get a normal tensor.
+    ``inference_mode(False)`` turns inference mode off (and grad mode on) for its block.
     A context manager and a decorator (``@inference_mode()`` or bare ``@inference_mode``).
     """
 
@@ -80,14 +85,15 @@ class inference_mode(_GradMode):
     def __enter__(self):
         self._prev = STATE.enabled
         self._depth = getattr(_INFERENCE, "depth", 0)
-        if self.mode:
-            STATE.enabled = False
-            _INFERENCE.depth = self._depth + 1
-        return self
+        self._prev_inference = STATE.inference
+        STATE.enabled = not self.mode
+        _INFERENCE.depth = self._depth + 1 if self.mode else 0
+        STATE.set_modes(inference=self.mode)
 
     def __exit__(self, *exc):
         STATE.enabled = self._prev
         _INFERENCE.depth = self._depth
+        STATE.set_modes(inference=self._prev_inference)
         return False
 
     def __call__(self, fn):
@@ -101,6 +107,30 @@ class inference_mode(_GradMode):
 def is_inference_mode_enabled():
     """Whether an ``inference_mode()`` block is running in this thread."""
     return getattr(_INFERENCE, "depth", 0) > 0
+
+
+def is_inference(input):
+    """``input.is_inference()``: whether ``input`` is an inference tensor (made in
+    ``inference_mode()``). Raises TypeError for anything but a Tensor."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"is_inference: argument 'input' must be a Tensor, not "
+                        f"{type(input).__name__}")
+    return input.is_inference()
+
+
+def _mark_inference(op, inputs, datas, attrs, out, result):
+    """The dispatcher's AFTER_OP hook in inference mode: a result with a version counter
+    of its own (not a view of an input) becomes an inference tensor."""
+    if not STATE.inference:
+        return
+    shared = {id(x._vc) for x in inputs if isinstance(x, Tensor)}
+    for r in (result if result.__class__ is tuple else (result,)):
+        if isinstance(r, Tensor) and id(r._vc) not in shared \
+                and r._vc.__class__ is not InferenceVersion:
+            r._vc = InferenceVersion((r._vc[0],))
+
+
+_dispatch.AFTER_OP.append(_mark_inference)
 
 
 @name_errors

@@ -17,7 +17,7 @@ import numpy as np
 
 from . import _state, _table
 from ._node import MultiOpNode, OpNode, SliceNode, accumulator
-from ._tensor import DEFAULT_FLOAT, Tensor, _fill
+from ._tensor import DEFAULT_FLOAT, INFERENCE_SAVED, InferenceUse, Tensor, _fill
 from .backend import NUMPY, ChunkedShape, backend_of
 
 _STATE = _state.STATE
@@ -593,16 +593,19 @@ def _record(op, inputs, datas, attrs, out, mask):
         return result
     node.saved = keep(datas, out, attrs, shapes)
     checks = plan.checks
-    if not checks:
-        node.checks = None
-    elif op.variadic:  # the saved list of inputs: every tensor in it is checked
-        node.checks = _variadic_checks(checks, inputs, result) or None
-    elif len(checks) == 1 and op.nout == 1:
-        k, i = checks[0]
-        src = result if i < 0 else inputs[i]
-        node.checks = ((k, src._vc, src._vc[0]),) if isinstance(src, Tensor) else None
-    else:
-        node.checks = _checks(checks, inputs, result) or None
+    try:  # (free when nothing raises) reading an inference tensor's version raises
+        if not checks:
+            node.checks = None
+        elif op.variadic:  # the saved list of inputs: every tensor in it is checked
+            node.checks = _variadic_checks(checks, inputs, result) or None
+        elif len(checks) == 1 and op.nout == 1:
+            k, i = checks[0]
+            src = result if i < 0 else inputs[i]
+            node.checks = ((k, src._vc, src._vc[0]),) if isinstance(src, Tensor) else None
+        else:
+            node.checks = _checks(checks, inputs, result) or None
+    except InferenceUse:  # every saved tensor input is checked: one made in inference mode
+        raise RuntimeError(INFERENCE_SAVED) from None
     return result
 
 

@@ -24,7 +24,7 @@ import numpy as np
 from . import _dual, _state
 from ._dispatch import apply, refresh_view, torch_can_cast
 from ._state import STATE
-from ._tensor import Tensor, is_float_dtype, wrap
+from ._tensor import INFERENCE_INPLACE, InferenceVersion, Tensor, is_float_dtype, wrap
 from .backend import backend_of, beside, numpy_dtype, on_device_of
 from .ops.indexing import INDEX_PUT
 from .ops.searching import _torch_name
@@ -47,7 +47,11 @@ OVERLAP = (
 
 
 def check(t, name):
-    """Raise, naming the op, when ``t`` may not be updated in place with grad mode on."""
+    """Raise, naming the op, when ``t`` may not be updated in place: an inference tensor
+    outside inference mode (before anything is written), or with grad mode on a leaf that
+    requires grad or a view of one."""
+    if t._vc.__class__ is InferenceVersion and not STATE.inference:
+        raise RuntimeError(f"{name}: {INFERENCE_INPLACE}")
     if not STATE.enabled:
         return
     ex = t._extra

@@ -144,7 +144,8 @@ class OpNode(Node):
             return [self.out_shape]
         saved = self.saved
         if saved and "out" in self.plan.names:
-            return [np.shape(o) for o in saved[self.plan.names.index("out")]]
+            return [o.shape if o.__class__ is PackedValue else np.shape(o)
+                    for o in saved[self.plan.names.index("out")]]
         return [None] * self.nout
 
     @property
@@ -169,6 +170,10 @@ class OpNode(Node):
             raise RuntimeError(FREED)
         if self.checks:
             self._check_versions()
+        return self._apply_rules(g, F, graph, saved)
+
+    def _apply_rules(self, g, F, graph, saved):
+        """The op's rules on the saved values ``saved`` (arrays; see :meth:`_vjp`)."""
         plan = self.plan
         if graph:
             saved = self._unpack(saved)
@@ -180,8 +185,10 @@ class OpNode(Node):
             result = plan.vjp(F, g, saved)
         return _linked(result, g, saved) if graph else result
 
-    def _unpack(self, saved):
-        """The saved values as Tensors with their history (see :meth:`_vjp`)."""
+    def _unpack(self, saved, linked=False):
+        """The saved values as Tensors with their history (see :meth:`_vjp`). ``linked``:
+        values given back by an unpack hook, which may differ from a leaf input's data (see
+        :func:`_with_history`)."""
         plan = self.plan
         n_inputs = 1 if plan.variadic else len(plan.op.inputs)
         tangents = node_tangents(self)  # forward-over-reverse: saved values keep tangents
@@ -189,11 +196,11 @@ class OpNode(Node):
         for slot, value in zip(plan.slots, saved):
             if slot < n_inputs:
                 if plan.variadic:
-                    value = [_with_history(v, e, tangents and tangents[0][j])
+                    value = [_with_history(v, e, tangents and tangents[0][j], linked)
                              for j, (v, e) in enumerate(zip(value, self.next_functions))]
                 else:
                     value = _with_history(value, self.next_functions[slot],
-                                          tangents and tangents[0][slot])
+                                          tangents and tangents[0][slot], linked)
             elif slot == n_inputs:
                 value = self._outputs_with_history(value, tangents and tangents[1])
             args.append(value)
@@ -241,12 +248,15 @@ class OpNode(Node):
                     raise RuntimeError(FREED)
                 k = self.plan.names.index(key)
                 value = self.saved[k]
+                packed = isinstance(self, PackedSaved)
+                if packed:  # saved through saved_tensors_hooks: its unpack hook runs now
+                    value = unpack_value(value)
                 slot = self.plan.slots[k]
                 n_inputs = 1 if self.plan.variadic else len(self.plan.op.inputs)
                 if not self.plan.variadic and slot < n_inputs:
                     # a saved input: the input tensor itself when it is a leaf (as PyTorch's
                     # unpacking gives back the same object), else a tensor with its history
-                    return _with_history(value, self.next_functions[slot])
+                    return _with_history(value, self.next_functions[slot], None, packed)
                 if slot == n_inputs:  # the result, with this node as its grad_fn
                     return self._outputs_with_history(value)
                 return wrap(value) if isinstance(value, np.ndarray) else value
@@ -342,14 +352,9 @@ class SliceNode(OpNode):
     __slots__ = ()
     batches_cotangents = True  # a table primitive: the batched rules apply
 
-    def _vjp(self, g, F, graph=False):
+    def _apply_rules(self, g, F, graph, saved):
         if graph or g.__class__ is not np.ndarray:
-            return OpNode._vjp(self, g, F, graph)
-        saved = self.saved
-        if saved is None:
-            raise RuntimeError(FREED)
-        if self.checks:
-            self._check_versions()
+            return OpNode._apply_rules(self, g, F, graph, saved)
         return (Scattered(self.shapes[0], saved[self.plan.names.index("index")], g),)
 
 
@@ -358,18 +363,100 @@ class MultiOpNode(OpNode):
 
     __slots__ = ("nout",)
 
+    def _apply_rules(self, g, F, graph, saved):
+        return OpNode._apply_rules(self, tuple(g), F, graph, saved)
+
+
+UNPACK_NOT_TENSOR = ("Output of saved tensor unpack_hook expected to be a Tensor but got "
+                     "result of type {}")
+
+
+class PackedValue:
+    """A saved tensor value that went through a ``saved_tensors_hooks`` pack hook at forward
+    time: ``obj`` is what the pack hook returned, ``unpack`` the hook that gives the tensor
+    back when backward (or ``grad_fn._saved_*``) needs it, ``shape`` the saved shape."""
+
+    __slots__ = ("obj", "unpack", "shape")
+
+    def __init__(self, obj, unpack, shape):
+        self.obj, self.unpack, self.shape = obj, unpack, shape
+
+    def __repr__(self):
+        return f"<PackedValue {self.obj!r}>"
+
+
+def unpack_value(value):
+    """A saved value as an array again: a :class:`PackedValue` through its unpack hook
+    (lists and tuples of them, as variadic inputs and several outputs are saved, element by
+    element); anything else as it is. Raises TypeError, as PyTorch, when the unpack hook
+    returns something other than a Tensor."""
+    cls = value.__class__
+    if cls is PackedValue:
+        t = value.unpack(value.obj)
+        if not isinstance(t, Tensor):
+            raise TypeError(UNPACK_NOT_TENSOR.format(type(t).__name__))
+        return t._data
+    if cls is list or cls is tuple:
+        if any(v.__class__ is PackedValue for v in value):
+            return cls(unpack_value(v) for v in value)
+    return value
+
+
+class PackedSaved:
+    """Mixed into the node classes whose saved tensors went through pack hooks (see
+    ``chainrule.autograd.graph.saved_tensors_hooks``): each backward unpacks them first.
+    Their versions are not checked (PyTorch: the hooks may store anything). The engine
+    runs these nodes on its general path, so the common case pays nothing for them."""
+
+    __slots__ = ()
+    batches_cotangents = True  # a table primitive: the batched rules apply
+
     def _vjp(self, g, F, graph=False):
-        return OpNode._vjp(self, tuple(g), F, graph)
+        saved = self.saved
+        if saved is None:
+            raise RuntimeError(FREED)
+        from ._state import set_grad_enabled
+
+        with set_grad_enabled(graph):  # PyTorch unpacks in the backward's grad mode
+            raw = tuple(unpack_value(v) for v in saved)
+        return self._apply_rules(g, F, graph, raw)
+
+    def _unpack(self, saved, linked=True):
+        return OpNode._unpack(self, saved, True)
 
 
-def _with_history(data, edge, tangent=None):
-    """A Tensor holding saved ``data`` whose history is ``edge`` = (node, output_nr)."""
+class PackedOpNode(PackedSaved, OpNode):
+    __slots__ = ()
+
+
+class PackedSliceNode(PackedSaved, SliceNode):
+    __slots__ = ()
+
+
+class PackedMultiOpNode(PackedSaved, MultiOpNode):
+    __slots__ = ()
+
+
+# the packed variant of each node class a primitive records
+PACKED = {OpNode: PackedOpNode, SliceNode: PackedSliceNode, MultiOpNode: PackedMultiOpNode}
+
+
+def _with_history(data, edge, tangent=None, linked=False):
+    """A Tensor holding saved ``data`` whose history is ``edge`` = (node, output_nr).
+
+    A leaf's saved value is the leaf itself; with ``linked`` (a value given back by an
+    unpack hook, PyTorch's SavedVariable with hooks) it is a new tensor of that data whose
+    gradient flows into the leaf."""
     node, nr = edge
     if node is None:
         if tangent is None and data.__class__ in _NUMBERS:
             return data  # a number input stays a number (as in the first-order rules)
         return with_tangent(wrap(data), tangent)
     if type(node) is AccumulateGrad:
+        if linked:
+            t = _fill(_new(Tensor), data, requires_grad=True)
+            t._acc = weakref.ref(node)  # its edge is the leaf's AccumulateGrad node
+            return with_tangent(t, tangent)
         return node.variable
     return with_tangent(_fill(_new(Tensor), data, node, nr), tangent)
 

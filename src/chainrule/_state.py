@@ -18,7 +18,8 @@ import sys
 import threading
 
 GRAD = 1  # STATE.flags bit: grad mode is on
-SLOW = 2  # STATE.flags bit: a forward-mode level or anomaly mode is active
+SLOW = 2  # STATE.flags bit: a forward-mode level, anomaly mode, saved-tensor hooks or
+#          inference mode is active (the dispatcher then runs its AFTER_OP hooks)
 
 
 class _State(threading.local):
@@ -31,6 +32,9 @@ class _State(threading.local):
         self.dual_levels = ()  # the active forward-mode levels, outermost first
         self.dual_recorded = frozenset()  # levels whose tangents are differentiable
         self.anomaly = False  # "forward" or "backward" inside detect_anomaly()
+        self.saved_hooks = ()  # the active (pack, unpack) saved-tensor hooks, innermost last
+        self.saved_hooks_disabled = None  # disable_saved_tensors_hooks' message, when active
+        self.inference = False  # an inference_mode() block is running
 
     @property
     def enabled(self):
@@ -40,15 +44,21 @@ class _State(threading.local):
     def enabled(self, mode):
         self.flags = (self.flags | GRAD) if mode else (self.flags & ~GRAD)
 
-    def set_modes(self, dual_levels=None, anomaly=None):
-        """Change the active forward-mode levels (a tuple, outermost first) and/or the
-        anomaly mode, keeping SLOW in step."""
+    def set_modes(self, dual_levels=None, anomaly=None, saved_hooks=None, inference=None):
+        """Change the active forward-mode levels (a tuple, outermost first), the anomaly
+        mode, the saved-tensor hooks (a tuple of (pack, unpack), innermost last) and/or
+        inference mode, keeping SLOW in step."""
         if dual_levels is not None:
             self.dual_levels = dual_levels
             self.dual_level = dual_levels[-1] if dual_levels else 0
         if anomaly is not None:
             self.anomaly = anomaly
-        slow = SLOW if (self.dual_level or self.anomaly) else 0
+        if saved_hooks is not None:
+            self.saved_hooks = saved_hooks
+        if inference is not None:
+            self.inference = inference
+        slow = SLOW if (self.dual_level or self.anomaly or self.saved_hooks
+                        or self.inference) else 0
         self.flags = (self.flags & ~SLOW) | slow
 
 

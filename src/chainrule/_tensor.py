@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._state import SLOW, STATE
 from .backend import backend_of, device, dtype_kind
 
 _ndarray, _generic, _asarray = np.ndarray, np.generic, np.asarray
@@ -28,6 +29,37 @@ def is_float_dtype(dtype):
     """True for a real floating dtype of any backend (NumPy's, or an Array API library's
     such as ``array_api_strict.float32``)."""
     return dtype_kind(dtype) in _FLOAT_KINDS
+
+
+INFERENCE_SAVED = (
+    "Inference tensors cannot be saved for backward. Please do not use Tensors created in "
+    "inference mode in computation tracked by autograd. To work around this, you can make a "
+    "clone to get a normal tensor and use it in autograd, or use `torch.no_grad()` instead "
+    "of `torch.inference_mode()`.")
+INFERENCE_INPLACE = (
+    "Inplace update to inference tensor outside InferenceMode is not allowed.You can make a "
+    "clone to get a normal tensor before doing inplace update.See "
+    "https://github.com/pytorch/rfcs/pull/17 for more details.")
+
+
+class InferenceUse(RuntimeError):
+    """An inference tensor's version read outside inference mode (an in-place update, or
+    a save for backward, which the dispatcher re-raises with PyTorch's message)."""
+
+
+class InferenceVersion(list):
+    """The version counter of an inference tensor (one made in ``inference_mode()``), and
+    what marks it as one: views and ``detach()`` share it, so they are inference tensors too,
+    as in PyTorch. Inside inference mode it counts as any other; outside, reading it raises
+    :class:`InferenceUse` (PyTorch's message for an in-place update): only an in-place
+    update or saving for backward reads it, so normal tensors pay nothing."""
+
+    __slots__ = ()
+
+    def __getitem__(self, i):
+        if STATE.inference:
+            return list.__getitem__(self, i)
+        raise InferenceUse(INFERENCE_INPLACE)
 
 
 def _fill(t, data, grad_fn=None, output_nr=0, vc=None, requires_grad=False):
@@ -61,7 +93,10 @@ def wrap(data, requires_grad=False):
     returns for a 0-d result) becomes a 0-d array, so a tensor's data is always an array."""
     if data.__class__ is not _ndarray and isinstance(data, _generic):
         data = _asarray(data)
-    return _fill(object.__new__(Tensor), data, requires_grad=requires_grad)
+    t = _fill(object.__new__(Tensor), data, requires_grad=requires_grad)
+    if STATE.flags & SLOW and STATE.inference:  # made in inference_mode(): an inference tensor
+        t._vc = InferenceVersion((0,))
+    return t
 
 
 def _copy_data(d):
@@ -268,9 +303,13 @@ class Tensor:
     def requires_grad_(self, requires_grad=True):
         """Set ``requires_grad`` in place on a leaf; returns self.
 
-        Raises RuntimeError for a non-leaf (its requires_grad follows from its inputs) and
-        for a non-float dtype.
+        Raises RuntimeError for a non-leaf (its requires_grad follows from its inputs), for
+        a non-float dtype, and for an inference tensor asked to require grad outside
+        inference mode (PyTorch's rule).
         """
+        if requires_grad and self._vc.__class__ is InferenceVersion and not STATE.inference:
+            raise RuntimeError("Setting requires_grad=True on inference tensor outside "
+                               "InferenceMode is not allowed.")
         if self._grad_fn is not None:
             if not requires_grad:
                 raise RuntimeError(
@@ -347,7 +386,17 @@ class Tensor:
 
     @property
     def _version(self):
+        """The version counter (bumped by each in-place update). Raises RuntimeError for an
+        inference tensor, which has none (PyTorch's message)."""
+        if self._vc.__class__ is InferenceVersion:
+            raise RuntimeError("Inference tensors do not track version counter.")
         return self._vc[0]
+
+    def is_inference(self):
+        """Whether this tensor was made in ``inference_mode()`` (or is a view or detach()
+        of one): it cannot be saved for backward, nor updated in place outside inference
+        mode, nor made to require grad there (PyTorch's inference tensors)."""
+        return self._vc.__class__ is InferenceVersion
 
     def detach(self):
         """A new tensor sharing storage (and version counter) but with no history."""

@@ -24,9 +24,11 @@ import weakref
 import numpy as np
 
 from .. import _dispatch, _engine
+from .._node import PackedValue
 from .._state import STATE
 
-__all__ = ["detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled", "AnomalyError"]
+__all__ = ["detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled",
+           "is_anomaly_check_nan_enabled", "set_anomaly_enabled", "AnomalyError"]
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # > 0 while the engine walks a graph in anomaly mode: an op then runs inside a backward pass
@@ -43,7 +45,25 @@ class AnomalyError(RuntimeError):
 
 
 def is_anomaly_enabled():
+    """Whether anomaly mode (``detect_anomaly``) is on in this thread."""
     return bool(STATE.anomaly)
+
+
+def is_anomaly_check_nan_enabled():
+    """Whether anomaly mode checks for NaN (``torch.is_anomaly_check_nan_enabled``): False
+    only while it runs with ``check_nan=False``; True when it is off, as in PyTorch."""
+    return STATE.anomaly != "record"
+
+
+def set_anomaly_enabled(enabled, check_nan=True):
+    """Turn anomaly mode on or off in this thread (``torch.set_anomaly_enabled``), with
+    NaN checks when ``check_nan``. Raises TypeError for arguments that are not bools (as
+    PyTorch), changing nothing."""
+    for name, value in (("enabled", enabled), ("check_nan", check_nan)):
+        if not isinstance(value, (bool, np.bool_)):
+            raise TypeError(f"set_anomaly_enabled: argument '{name}' must be bool, not "
+                            f"{type(value).__name__}")
+    STATE.set_modes(anomaly=("forward" if check_nan else "record") if enabled else False)
 
 
 # whether the errors explain why (detect_anomaly(explain=...)); per thread like the mode
@@ -239,7 +259,8 @@ def _explain(node, i, bad_grad, grad_output):
     lines = []
     at = None
     if sing is not None:
-        saved = dict(zip(plan.names, node.saved or ()))
+        saved = {n: v for n, v in zip(plan.names, node.saved or ())
+                 if v.__class__ is not PackedValue}  # packed ones are not unpacked here
         if all(p in saved for p in sing.params):
             with np.errstate(all="ignore"):
                 mask = np.asarray(sing.test(**{p: _array(saved[p]) for p in sing.params}))

@@ -23,9 +23,9 @@ from .. import _dispatch, _dual, _state
 from .._batched import Batched, NotBatchable, in_user_vmap, in_vmap_evaluation, vmap_evaluation
 from .._engine import CROSS_DEVICE, Unbatchable
 from .._methods import RECORDED_MOVE, move_data
-from .._node import FREED, DelayedError, Node
+from .._node import FREED, DelayedError, Node, _with_history, unpack_value
 from .._state import STATE
-from .._tensor import Tensor, _fill, wrap
+from .._tensor import INFERENCE_SAVED, InferenceVersion, Tensor, _fill, wrap
 from ..backend import backend_of, dtype_kind
 from . import anomaly
 
@@ -58,13 +58,17 @@ class FunctionCtx:
         self._saved_forward = None  # save_for_forward's tensors, read back in jvp
         self._in_jvp = False
         self._dirty = ()
+        self._packed = None  # saved_tensors_hooks: (PackedValue or None, edge) per saved tensor
 
     def save_for_backward(self, *tensors):
         """Save tensors (or None) for backward; read them back through ``saved_tensors``.
-        Changing a saved tensor in place before backward is detected there."""
+        Changing a saved tensor in place before backward is detected there. Raises
+        TypeError for anything but tensors and None; an inference tensor raises
+        RuntimeError when the call is recorded (see ``Function.apply``)."""
         _only_tensors("save_for_backward", tensors)
         self._saved = tensors
-        self._versions = tuple(None if t is None else (t._vc, t._vc[0]) for t in tensors)
+        self._versions = tuple(None if t is None or t._vc.__class__ is InferenceVersion
+                               else (t._vc, t._vc[0]) for t in tensors)
 
     def save_for_forward(self, *tensors):
         """Save tensors (or None) for ``jvp``; inside ``jvp``, ``saved_tensors`` gives them
@@ -87,6 +91,8 @@ class FunctionCtx:
             return self._saved_forward
         if self._freed:
             raise RuntimeError(FREED)
+        if self._packed is not None:
+            return self._unpacked()
         for i, (t, v) in enumerate(zip(self._saved, self._versions)):
             if v is not None and v[0][0] != v[1]:
                 raise RuntimeError(
@@ -107,6 +113,24 @@ class FunctionCtx:
             return tuple(self._as_output(t, node, outputs[i]) if i in outputs else t
                          for i, t in enumerate(self._saved))
         return self._saved
+
+    def _unpacked(self):
+        """``saved_tensors`` of tensors saved through saved_tensors_hooks: each unpack hook
+        runs again; the tensor it returns takes the saved tensor's history (a saved output
+        this Function's node), as PyTorch's SavedVariable with hooks."""
+        node = self._node() if self._node is not None else None
+        outputs = self._saved_outputs or {}
+        out = []
+        for i, (value, edge_) in enumerate(self._packed):
+            if value is None:
+                out.append(None)
+                continue
+            data = unpack_value(value)
+            if i in outputs and node is not None:
+                out.append(_fill(object.__new__(Tensor), data, node, outputs[i]))
+            else:
+                out.append(_with_history(data, edge_, None, True))
+        return tuple(out)
 
     @property
     def saved_variables(self):
@@ -138,7 +162,10 @@ class FunctionCtx:
 class FunctionNode(Node):
     """The graph node of one ``Function.apply`` call (``<Name>Backward``)."""
 
-    __slots__ = ("fn", "ctx", "input_meta", "output_meta", "once", "nout")
+    # next_functions, shapes and input_meta: one entry per Tensor argument of forward (as
+    # PyTorch's), which are arguments ``arg_index`` of the ``nargs`` given to apply
+    __slots__ = ("fn", "ctx", "input_meta", "output_meta", "once", "nout", "arg_index",
+                 "nargs")
     runs_on_undefined = True
 
     @property
@@ -198,7 +225,7 @@ class FunctionNode(Node):
         name = self.fn.__name__
         if not isinstance(result, tuple):
             result = (result,)
-        n = len(self.input_meta)
+        n = self.nargs
         if len(result) != n:
             extra = [r for r in result[n:] if r is not None]
             if len(result) < n or extra:
@@ -209,13 +236,18 @@ class FunctionNode(Node):
                 )
             result = result[:n]
         out = []
-        for i, (g, meta) in enumerate(zip(result, self.input_meta)):
-            if meta is None and g is not None:
-                raise RuntimeError(
-                    f"{name}.backward returned a gradient different than None for input {i}, "
-                    "but that forward input was not a Tensor; return None for it"
-                )
-            if g is None or self.next_functions[i][0] is None:
+        position = dict(zip(self.arg_index, range(len(self.arg_index))))
+        for i, g in enumerate(result):
+            j = position.get(i)
+            if j is None:  # not a Tensor argument: no edge, no entry
+                if g is not None:
+                    raise RuntimeError(
+                        f"{name}.backward returned a gradient different than None for input "
+                        f"{i}, but that forward input was not a Tensor; return None for it"
+                    )
+                continue
+            meta = self.input_meta[j]
+            if g is None or self.next_functions[j][0] is None:
                 out.append(None)
                 continue
             if not isinstance(g, Tensor):
@@ -246,6 +278,7 @@ class FunctionNode(Node):
     def _release(self):
         self.ctx._freed = True
         self.ctx._saved = ()
+        self.ctx._packed = None
 
 
 def _expandable(shape, to):
@@ -314,9 +347,10 @@ def _backward_from_jvp(node, grad_outputs, F, create_graph):
     from .._ns import RAW, differentiable
 
     fn, ctx = node.fn, node.ctx
-    tangents = [None if meta is None or edge_ is None else
-                wrap(_data_of(F.zeros(meta[0], meta[1])), requires_grad=True)
-                for meta, (edge_, _) in zip(node.input_meta, node.next_functions)]
+    tangents = [None] * node.nargs  # one per argument of forward, as jvp takes them
+    for i, meta, (edge_, _) in zip(node.arg_index, node.input_meta, node.next_functions):
+        if edge_ is not None:
+            tangents[i] = wrap(_data_of(F.zeros(meta[0], meta[1])), requires_grad=True)
     ctx._in_jvp = True  # saved_tensors gives save_for_forward's tensors
     try:
         with _state.enable_grad():
@@ -465,13 +499,16 @@ class Function(metaclass=FunctionMeta):
         node.ctx = ctx
         node.pre_hooks = None
         node.once = getattr(_user_backward(cls), "_once_differentiable", False)
-        node.next_functions = tuple(
-            _dispatch.edge(a) if need else (None, 0)
-            for a, need in zip(args, needs)
-        )
-        node.shapes = [a.shape if need else None for a, need in zip(args, needs)]
-        node.input_meta = tuple((a.shape, a.dtype) if isinstance(a, Tensor) else None
-                                for a in args)
+        if any(v is None and t is not None for t, v in zip(ctx._saved, ctx._versions)):
+            raise RuntimeError(INFERENCE_SAVED)  # an inference tensor, now saved
+        arg_index = tuple(i for i, a in enumerate(args) if isinstance(a, Tensor))
+        node.arg_index = arg_index
+        node.nargs = len(args)
+        # one edge per Tensor argument (PyTorch's next_functions): a number gets none
+        node.next_functions = tuple(_dispatch.edge(args[i]) if needs[i] else (None, 0)
+                                    for i in arg_index)
+        node.shapes = [args[i].shape if needs[i] else None for i in arg_index]
+        node.input_meta = tuple((args[i].shape, args[i].dtype) for i in arg_index)
         wrapped = []
         meta = []
         for i, o in enumerate(outputs):
@@ -506,7 +543,31 @@ class Function(metaclass=FunctionMeta):
             # them (forward-over-reverse through a saved output)
             ctx._returned = [w._extra.get("tangent") if isinstance(w, Tensor) and w._extra
                              else None for w in wrapped]
+        if STATE.saved_hooks and ctx._saved:
+            _pack_saved(ctx, node, wrapped, saved_outputs)
         return wrapped[0] if single else tuple(wrapped)
+
+
+def _pack_saved(ctx, node, wrapped, saved_outputs):
+    """``ctx.save_for_backward``'s tensors through the innermost saved-tensor pack hook,
+    after forward (as PyTorch packs them): a saved output is packed as the returned output.
+    The tensors themselves are no longer held."""
+    from .graph import pack_tensor
+
+    hooks = STATE.saved_hooks[-1]
+    ctx._node = weakref.ref(node)
+    packed = []
+    for i, t in enumerate(ctx._saved):
+        if t is None:
+            packed.append((None, None))
+        elif i in saved_outputs:
+            packed.append((pack_tensor(wrapped[saved_outputs[i]], t._data, hooks), None))
+        else:
+            edge_ = _dispatch.edge(t) if t._requires_grad else (None, 0)
+            packed.append((pack_tensor(t, t._data, hooks), edge_))
+    ctx._packed = tuple(packed)
+    ctx._saved = ()
+    ctx._versions = ()
 
 
 def _batches(cls):

@@ -2,10 +2,16 @@
 ``grad_fn``, with ``register_hook``, ``register_prehook``, ``metadata``, ``name()`` and
 ``next_functions``), ``increment_version``, and the saved-tensor contexts.
 
-``save_on_cpu`` and ``disable_saved_tensors_hooks`` change nothing here (tensors already
-live on the CPU, and no saved-tensor hooks exist); ``saved_tensors_hooks`` raises
-NotImplementedError: chainrule keeps saved values as they are and cannot call pack/unpack
-hooks, so a hook with an effect would silently not run.
+``saved_tensors_hooks(pack_hook, unpack_hook)``: while it is active, every tensor an op or
+a custom Function saves for backward goes through ``pack_hook`` when it is saved, and what
+that returned through ``unpack_hook`` each time backward (or ``grad_fn._saved_*``,
+``ctx.saved_tensors``) needs it, as in PyTorch. ``save_on_cpu`` is built on it;
+``disable_saved_tensors_hooks`` forbids them for a block.
+
+How it costs nothing otherwise: entering the hooks sets the dispatcher's SLOW flag, so the
+packing runs in an ``AFTER_OP`` hook (:func:`_pack_recorded`) after an op recorded its node,
+never in the recording itself. A packed node changes class (``PackedOpNode``), which the
+engine runs on its general path, unpacking first.
 """
 
 from __future__ import annotations
@@ -13,7 +19,10 @@ from __future__ import annotations
 import contextlib
 from typing import Any, NamedTuple
 
-from .._node import Node
+from .. import _dispatch
+from .._node import PACKED, Node, PackedValue
+from .._state import STATE, no_grad
+from .._tensor import Tensor, _fill
 
 __all__ = ["Node", "GradientEdge", "get_gradient_edge", "increment_version",
            "saved_tensors_hooks", "save_on_cpu", "disable_saved_tensors_hooks"]
@@ -48,22 +57,147 @@ def increment_version(tensor):
     tensor._vc[0] += 1
 
 
+PACK_INPLACE = (
+    "A saved tensor pack hook is modifying its input in place. Tensors provided as input to "
+    "pack hook cannot be modified by in-place operations as this can lead to unexpected "
+    "side-effects. Please open an issue if you need to perform in-place operations on the "
+    "input to a pack hook.")
+
+
 class saved_tensors_hooks:
-    """Not supported (see the module docstring): raises NotImplementedError."""
+    """Context manager that sets a pair of pack / unpack hooks for saved tensors
+    (``torch.autograd.graph.saved_tensors_hooks``).
+
+    While it is active, each tensor an op records for backward (an input or an output the
+    derivative needs; ``ctx.save_for_backward``'s tensors of a custom Function) is passed to
+    ``pack_hook(tensor)`` at forward time, under ``no_grad``; what it returns is stored in
+    place of the tensor. When backward (or ``grad_fn._saved_<name>``, or
+    ``ctx.saved_tensors``) needs the value, ``unpack_hook(packed)`` is called (once per
+    saved value each time) and must return a Tensor of the value to use. Hooks nest: the
+    innermost active pair is the one used. Hooks set here are per thread.
+
+    Raises RuntimeError on entering when ``disable_saved_tensors_hooks`` is active (its
+    message); RuntimeError when ``pack_hook`` modifies its input in place; TypeError (at
+    backward) when ``unpack_hook`` returns something other than a Tensor. Saved values
+    that went through hooks are not version-checked (PyTorch cannot track versions through
+    the hooks either).
+    """
 
     def __init__(self, pack_hook, unpack_hook):
-        raise NotImplementedError(
-            "saved_tensors_hooks: chainrule keeps the values a backward pass needs as they "
-            "are and does not call pack/unpack hooks on them")
+        self.pack_hook = pack_hook
+        self.unpack_hook = unpack_hook
+
+    def __enter__(self):
+        message = STATE.saved_hooks_disabled
+        if message is not None:
+            raise RuntimeError(message)
+        STATE.set_modes(saved_hooks=STATE.saved_hooks + ((self.pack_hook, self.unpack_hook),))
+        return self
+
+    def __exit__(self, *exc):
+        STATE.set_modes(saved_hooks=STATE.saved_hooks[:-1])
+        return False
 
 
-@contextlib.contextmanager
-def save_on_cpu(pin_memory=False, device_type="cuda"):
-    """Saved values stay where they are (on the CPU already, for NumPy data)."""
-    yield
+class save_on_cpu(saved_tensors_hooks):
+    """Saved tensors are kept on the CPU and moved back to their device when backward
+    unpacks them (``torch.autograd.graph.save_on_cpu``). NumPy data is on the CPU already:
+    the pack hook then keeps the tensor as it is. ``pin_memory`` is accepted and has no
+    effect (no pinned memory here). Raises as :class:`saved_tensors_hooks`."""
+
+    def __init__(self, pin_memory=False, device_type="cuda"):
+        def pack_to_cpu(tensor):
+            return (tensor.device, tensor.cpu())
+
+        def unpack_from_cpu(packed):
+            dev, tensor = packed
+            return tensor.to(dev)
+
+        super().__init__(pack_to_cpu, unpack_from_cpu)
 
 
 @contextlib.contextmanager
 def disable_saved_tensors_hooks(error_message):
-    """Nothing to disable: chainrule has no saved-tensor hooks."""
-    yield
+    """Forbid saved-tensor hooks for a block (``torch.autograd.graph.
+    disable_saved_tensors_hooks``): entering :class:`saved_tensors_hooks` (or
+    :class:`save_on_cpu`) inside it raises RuntimeError(``error_message``). Raises that
+    RuntimeError at once when hooks are already active."""
+    previous = STATE.saved_hooks_disabled
+    try:
+        STATE.saved_hooks_disabled = error_message
+        if STATE.saved_hooks:
+            raise RuntimeError(error_message)
+        yield
+    finally:
+        STATE.saved_hooks_disabled = previous
+
+
+def pack_tensor(tensor, data, hooks):
+    """``hooks``' pack hook on ``tensor`` (whose saved array is ``data``), under no_grad: a
+    :class:`PackedValue`. Raises RuntimeError when the hook changed the tensor in place."""
+    pack, unpack = hooks
+    vc = tensor._vc
+    version = vc[0]
+    with no_grad():
+        obj = pack(tensor)
+    if vc[0] != version:
+        raise RuntimeError(PACK_INPLACE)
+    return PackedValue(obj, unpack, getattr(data, "shape", ()))
+
+
+def _saved_input(x, data, hooks):
+    """Pack a saved input: the input tensor itself when its array is the one saved, else a
+    tensor of the saved (promoted) array sharing its version counter."""
+    if x._data is not data:
+        x = _fill(object.__new__(Tensor), data, vc=x._vc)
+    return pack_tensor(x, data, hooks)
+
+
+def _saved_output(data, node, nr, like, hooks):
+    """Pack a saved output: a tensor of its array with ``node`` as its grad_fn."""
+    t = _fill(object.__new__(Tensor), data, node, nr, like._vc if like is not None else None)
+    return pack_tensor(t, data, hooks)
+
+
+def _pack_recorded(op, inputs, datas, attrs, out, result):
+    """The dispatcher's AFTER_OP hook while saved-tensor hooks are active: the node this op
+    just recorded (the only way a result has a grad_fn of an unpacked node class) has its
+    saved inputs and outputs packed by the innermost hooks."""
+    hooks = STATE.saved_hooks
+    if not hooks:
+        return
+    hooks = hooks[-1]
+    if result.__class__ is tuple:
+        first = next((r for r in result if r._grad_fn is not None), None)
+        node = None if first is None else first._grad_fn
+    else:
+        node = result._grad_fn
+    if node is None or node.__class__ not in PACKED:
+        return
+    plan = node.plan
+    saved = node.saved
+    if not saved or not plan.frees or plan.op is not op:
+        return
+    n = 1 if plan.variadic else len(op.inputs)
+    new = list(saved)
+    for k, slot in enumerate(plan.slots):
+        value = saved[k]
+        if slot < n:
+            if plan.variadic:
+                new[k] = [_saved_input(x, v, hooks) if isinstance(x, Tensor) else v
+                          for x, v in zip(inputs, value)]
+            elif isinstance(inputs[slot], Tensor):
+                new[k] = _saved_input(inputs[slot], value, hooks)
+        elif slot == n:
+            if result.__class__ is tuple:
+                new[k] = tuple(_saved_output(o, r._grad_fn, i, r, hooks)
+                               if hasattr(o, "shape") else o
+                               for i, (o, r) in enumerate(zip(value, result)))
+            else:
+                new[k] = _saved_output(value, node, 0, result, hooks)
+    node.saved = tuple(new)
+    node.checks = None  # PyTorch checks no versions through hooks
+    node.__class__ = PACKED[node.__class__]
+
+
+_dispatch.AFTER_OP.append(_pack_recorded)
