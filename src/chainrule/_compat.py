@@ -24,15 +24,17 @@ from . import amp as _amp
 from ._creation import _promote_types, _result_type
 from ._dispatch import name_errors, torch_can_cast
 from ._state import STATE, _GradMode
-from ._tensor import PRINT_OPTS, InferenceVersion, Size, Tensor
+from ._tensor import PRINT_OPTS, InferenceVersion, Size, Tensor, wrap
 from .backend import device as _device
 from .backend import numpy_dtype
 
 __all__ = ["is_tensor", "is_floating_point", "is_nonzero", "inference_mode",
            "is_inference_mode_enabled", "is_inference", "Size", "finfo", "iinfo", "promote_types",
            "result_type", "can_cast", "broadcast_shapes", "set_printoptions", "get_rng_state",
-           "set_rng_state", "save", "load", "use_deterministic_algorithms",
-           "are_deterministic_algorithms_enabled", "compile", "cuda", "backends", "jit",
+           "set_rng_state", "save", "load", "serialization", "use_deterministic_algorithms",
+           "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled",
+           "set_deterministic_debug_mode", "get_deterministic_debug_mode", "random", "compile",
+           "cuda", "backends", "jit",
            "set_num_threads", "get_num_threads", "set_num_interop_threads",
            "get_num_interop_threads", "set_default_device", "get_default_device", "autocast",
            "set_float32_matmul_precision", "get_float32_matmul_precision"]
@@ -204,30 +206,249 @@ def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=N
 
 
 def get_rng_state():
-    """The default generator's state (a dict, for :func:`set_rng_state`)."""
+    """The default generator's state: a uint8 tensor, for :func:`set_rng_state`."""
     return _creation.default_generator.get_state()
 
 
 def set_rng_state(new_state):
-    """Restore the default generator's state from :func:`get_rng_state`."""
+    """Restore the default generator's state (and initial seed) from
+    :func:`get_rng_state`."""
     _creation.default_generator.set_state(new_state)
 
 
-def save(obj, f, pickle_protocol=pickle.DEFAULT_PROTOCOL, **kwargs):
+@contextlib.contextmanager
+def fork_rng(devices=None, enabled=True, _caller="fork_rng", _devices_kw="devices",
+             device_type="cuda"):
+    """``torch.random.fork_rng``: the default generator's state (and seed) is restored when
+    the block ends, whatever it drew or reseeded; ``enabled=False`` does nothing."""
+    if not enabled:
+        yield
+        return
+    state = get_rng_state()
+    try:
+        yield
+    finally:
+        set_rng_state(state)
+
+
+random = SimpleNamespace(
+    manual_seed=lambda seed: _creation.manual_seed(seed), seed=lambda: _creation.seed(),
+    initial_seed=lambda: _creation.initial_seed(), get_rng_state=get_rng_state,
+    set_rng_state=set_rng_state, fork_rng=fork_rng,
+    default_generator=_creation.default_generator)
+random.__doc__ = "``torch.random``: the default generator's seeding and state, fork_rng."
+
+
+def save(obj, f, pickle_module=pickle, pickle_protocol=pickle.DEFAULT_PROTOCOL, **kwargs):
     """Pickle ``obj`` (tensors, state dicts, modules, containers of them) to ``f``, a path
-    or a binary file object."""
+    or a binary file object, as ``torch.save``: each tensor is saved with its storage, so
+    tensors that share memory (a tensor and its views, a Parameter and the tensor it wraps)
+    still share it after :func:`load`; strides, dtype, ``requires_grad`` (a non-leaf loads
+    as a leaf) and the Parameter class are kept; the graph and ``.grad`` are not."""
     with _opened(f, "wb") as fh:
-        pickle.dump(obj, fh, protocol=pickle_protocol)
+        _TensorPickler(fh, protocol=pickle_protocol).dump(obj)
+
+
+class _StorageRef:
+    """The storage (a C-contiguous ndarray owning the memory) behind saved tensors: one
+    object per storage, so pickle's memo writes it once and loads it once (shared)."""
+
+    __slots__ = ("array",)
+
+    def __init__(self, array):
+        self.array = array
+
+
+def _storage_of(data):
+    """``(storage array, byte offset)`` of a host ndarray: the array at the root of its
+    ``.base`` chain when that one is C-contiguous, else a contiguous copy of ``data``."""
+    root = data
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    if data.size and root.flags.c_contiguous and root.dtype.kind in "biufcm?" \
+            and root.dtype.hasobject is False:
+        offset = data.__array_interface__["data"][0] - root.__array_interface__["data"][0]
+        return root, offset
+    return None, 0
+
+
+class _TensorPickler(pickle.Pickler):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._storages = {}
+
+    def reducer_override(self, obj):
+        if isinstance(obj, _StorageRef):
+            a = obj.array
+            return _rebuild_storage, (a.tobytes(), a.dtype.str)
+        if not isinstance(obj, Tensor):
+            return NotImplemented
+        from .nn import Parameter
+        kind = "Parameter" if type(obj) is Parameter else "Tensor" \
+            if type(obj) is Tensor else None
+        if kind is None:  # another subclass: its own __reduce_ex__
+            return NotImplemented
+        data = np.asarray(obj._host())
+        root, offset = _storage_of(data)
+        if root is None:
+            data = np.ascontiguousarray(data)
+            root, offset = data.reshape(-1), 0
+        ref = self._storages.get(id(root))
+        if ref is None:
+            ref = self._storages[id(root)] = (_StorageRef(root), root)  # keep root alive
+        return _rebuild_tensor, (ref[0], offset, tuple(data.shape), tuple(data.strides),
+                                 data.dtype.str, bool(obj._requires_grad), kind)
+
+
+_LOADING = threading.local()  # the device tensors go to while load() runs (map_location)
+
+
+def _rebuild_storage(raw, dtype):
+    """A storage saved by :func:`save`: a writable 1-D array of ``dtype``."""
+    return np.frombuffer(raw, dtype=np.dtype(dtype)).copy()
+
+
+def _rebuild_tensor(storage, offset, shape, strides, dtype, requires_grad, kind):
+    """A tensor saved by :func:`save`: a view of its (shared) storage."""
+    dtype = np.dtype(dtype)
+    data = np.ndarray(tuple(shape), dtype=dtype, buffer=storage, offset=int(offset),
+                      strides=tuple(strides)) if storage.size else \
+        np.empty(tuple(shape), dtype=dtype)
+    t = wrap(data)
+    target = getattr(_LOADING, "device", None)
+    if target is not None:
+        t = t.to(target)
+    if kind == "Parameter":
+        from .nn import Parameter
+        return Parameter(t, bool(requires_grad))
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+_SAFE_GLOBALS = []
+
+
+def _allowed_globals():
+    allowed = {("collections", "OrderedDict"), ("collections", "Counter"),
+               ("builtins", "set"), ("builtins", "complex"), ("builtins", "bytearray"),
+               ("_codecs", "encode"), ("numpy", "dtype"),
+               (__name__, "_rebuild_tensor"), (__name__, "_rebuild_storage"),
+               (Size.__module__, "Size"), (_device.__module__, _device.__name__)}
+    return allowed | {(getattr(g, "__module__", None), getattr(g, "__qualname__", None))
+                      for g in _SAFE_GLOBALS}
+
+
+def _weights_only_error(what):
+    return pickle.UnpicklingError(
+        "Weights only load failed. This file can still be loaded, to do so you have two "
+        "options, do those steps only if you trust the source of the checkpoint. \n\t(1) "
+        "Re-running `chainrule.load` with `weights_only` set to `False` will likely "
+        "succeed, but it can result in arbitrary code execution. Do it only if you got the "
+        "file from a trusted source.\n\t(2) Alternatively, to load with `weights_only=True` "
+        "please check the recommended steps in the following error message.\n\t"
+        f"WeightsUnpickler error: Unsupported global: GLOBAL {what} was not an allowed "
+        f"global by default. Please use `chainrule.serialization.add_safe_globals([{what}])`"
+        f" or the `chainrule.serialization.safe_globals([{what}])` context manager to "
+        "allowlist this global if you trust this class/function.")
+
+
+class _WeightsUnpickler(pickle.Unpickler):
+    """``weights_only=True``: only tensors, Parameters, dtypes, devices, Sizes and plain
+    containers (dict, list, tuple, set, OrderedDict, numbers, strings, bytes) load."""
+
+    def find_class(self, module, name):
+        if (module, name) in _allowed_globals():
+            return super().find_class(module, name)
+        raise _weights_only_error(f"{module}.{name}" if module != "builtins" else name)
+
+
+def _map_device(map_location):
+    """The device loaded tensors go to (None: the CPU, where they were saved from)."""
+    loc = map_location
+    if loc is None:
+        return None
+    if isinstance(loc, dict):
+        loc = loc.get("cpu", "cpu")
+    elif callable(loc) and not isinstance(loc, (str, _device)):
+        probe = wrap(np.empty((0,), dtype=np.uint8))
+        out = loc(probe, "cpu")
+        loc = None if out is None or out is probe else \
+            out.device if isinstance(out, Tensor) else out
+        if loc is None:
+            return None
+    try:
+        dev = _device(loc)
+    except Exception:  # noqa: BLE001 - an unknown location: the message below
+        dev = None
+    if dev is not None and dev.type == "cpu":
+        return None
+    if dev is not None and dev.type == "cuda":
+        if _cuda_available():
+            return dev
+        raise RuntimeError("Attempting to deserialize object on a CUDA device but "
+                           "chainrule.cuda.is_available() is False. If you are running on a "
+                           "CPU-only machine, please use chainrule.load with "
+                           "map_location=chainrule.device('cpu') to map your storages to "
+                           "the CPU.")
+    raise RuntimeError(f"load: map_location={map_location!r} is not available here "
+                       "(tensors are loaded on the CPU, or on 'cuda' with CuPy)")
 
 
 def load(f, map_location=None, pickle_module=None, *, weights_only=None, **kwargs):
-    """Read back what :func:`save` wrote (``f`` a path or a binary file object). Only load
-    files you trust: this is ``pickle``. ``map_location`` may name the CPU only."""
-    if map_location not in (None, "cpu") and str(map_location) != "cpu":
-        raise RuntimeError(f"load: map_location={map_location!r} is not available here "
-                           "(tensors are loaded on the CPU)")
-    with _opened(f, "rb") as fh:
-        return (pickle_module or pickle).load(fh)
+    """Read back what :func:`save` wrote (``f`` a path or a binary file object), as
+    ``torch.load``. ``weights_only`` (True by default, as in PyTorch 2.6+; False when a
+    ``pickle_module`` is given) loads only tensors, Parameters, dtypes, devices, Sizes and
+    plain containers, and raises ``pickle.UnpicklingError`` for any other class (a whole
+    module, a namedtuple, a NumPy array): ``weights_only=False`` loads anything, which runs
+    the file's code (only for files you trust). ``map_location``: "cpu", a device, a dict
+    {"cpu": ...} or a callable ``(storage, location)``."""
+    if weights_only is None:
+        weights_only = pickle_module is None
+    if weights_only and pickle_module is not None:
+        raise RuntimeError("Can not safely load weights when explicit pickle_module is "
+                           "specified")
+    target = _map_device(map_location)
+    prev = getattr(_LOADING, "device", None)
+    _LOADING.device = target
+    try:
+        with _opened(f, "rb") as fh:
+            if weights_only:
+                return _WeightsUnpickler(fh).load()
+            return (pickle_module or pickle).load(fh)
+    finally:
+        _LOADING.device = prev
+
+
+def _add_safe_globals(safe_globals):
+    """Allow these classes/functions in ``load(weights_only=True)``."""
+    _SAFE_GLOBALS.extend(safe_globals)
+
+
+def _get_safe_globals():
+    return list(_SAFE_GLOBALS)
+
+
+def _clear_safe_globals():
+    _SAFE_GLOBALS.clear()
+
+
+@contextlib.contextmanager
+def _safe_globals(safe_globals):
+    """Allow these classes/functions in ``load(weights_only=True)`` inside the block."""
+    before = list(_SAFE_GLOBALS)
+    _SAFE_GLOBALS.extend(safe_globals)
+    try:
+        yield
+    finally:
+        _SAFE_GLOBALS[:] = before
+
+
+serialization = SimpleNamespace(save=save, load=load, add_safe_globals=_add_safe_globals,
+                                get_safe_globals=_get_safe_globals,
+                                clear_safe_globals=_clear_safe_globals,
+                                safe_globals=_safe_globals)
+serialization.__doc__ = "``torch.serialization``: save, load and the weights_only allowlist."
 
 
 def _opened(f, mode):
@@ -236,17 +457,53 @@ def _opened(f, mode):
     return open(f, mode)
 
 
-_DETERMINISTIC = [False]
+_DETERMINISTIC = {"mode": False, "warn_only": False}
 
 
 def use_deterministic_algorithms(mode, *, warn_only=False):
     """Record the flag: chainrule's kernels (NumPy, LAPACK on the CPU) are deterministic
-    already."""
-    _DETERMINISTIC[0] = bool(mode)
+    already. Raises TypeError unless ``mode`` is a bool, as PyTorch."""
+    for name, value, pos in (("mode", mode, " (position 1)"), ("warn_only", warn_only, "")):
+        if not isinstance(value, (bool, np.bool_)):
+            raise TypeError(f"_set_deterministic_algorithms(): argument '{name}'{pos} must "
+                            f"be bool, not {type(value).__name__}")
+    _DETERMINISTIC["mode"] = bool(mode)
+    _DETERMINISTIC["warn_only"] = bool(mode) and bool(warn_only)
 
 
 def are_deterministic_algorithms_enabled():
-    return _DETERMINISTIC[0]
+    return _DETERMINISTIC["mode"]
+
+
+def is_deterministic_algorithms_warn_only_enabled():
+    """True after ``use_deterministic_algorithms(True, warn_only=True)``."""
+    return _DETERMINISTIC["warn_only"]
+
+
+def set_deterministic_debug_mode(debug_mode):
+    """0 / "default", 1 / "warn", 2 / "error", as PyTorch: the same flags as
+    :func:`use_deterministic_algorithms` (1: warn_only)."""
+    if isinstance(debug_mode, str):
+        names = {"default": 0, "warn": 1, "error": 2}
+        if debug_mode not in names:
+            raise RuntimeError("set_deterministic_debug_mode: invalid value of debug_mode, "
+                               "expected one of `default`, "
+                               f"`warn`, `error`, but got {debug_mode}")
+        debug_mode = names[debug_mode]
+    if isinstance(debug_mode, bool) or not isinstance(debug_mode, (int, np.integer)):
+        raise TypeError("set_deterministic_debug_mode: debug_mode must be str or int, but "
+                        f"got {type(debug_mode)}")
+    if debug_mode not in (0, 1, 2):
+        raise RuntimeError("set_deterministic_debug_mode: invalid value of debug_mode, "
+                           "expected 0, 1, or 2, but got "
+                           f"{debug_mode}")
+    use_deterministic_algorithms(debug_mode != 0, warn_only=debug_mode == 1)
+
+
+def get_deterministic_debug_mode():
+    if not _DETERMINISTIC["mode"]:
+        return 0
+    return 1 if _DETERMINISTIC["warn_only"] else 2
 
 
 _THREADS = {"intra": None, "interop": None}

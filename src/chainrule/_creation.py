@@ -109,8 +109,16 @@ class Generator(np.random.Generator):
     device = _device("cpu")
 
     def manual_seed(self, seed):
-        """Reseed in place; returns the generator."""
-        self._initial_seed = int(seed)
+        """Reseed in place; returns the generator. ``seed`` an int in [-2**63, 2**64): a
+        negative one is taken modulo 2**64, as PyTorch.
+
+        Raises RuntimeError for a non-integer, ValueError out of that range."""
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+            raise RuntimeError(f"manual_seed expected a long, but got {type(seed).__name__}")
+        seed = int(seed)
+        if not -2 ** 63 <= seed < 2 ** 64:
+            raise ValueError("Overflow when unpacking long long")
+        self._initial_seed = seed % 2 ** 64
         self.bit_generator.state = np.random.PCG64(self._initial_seed).state
         return self
 
@@ -124,22 +132,52 @@ class Generator(np.random.Generator):
         return self._initial_seed
 
     def get_state(self):
-        """A copy of the bit generator's state (a dict here, not a byte tensor)."""
-        return dict(self.bit_generator.state)
+        """The generator's state as a uint8 tensor (as PyTorch's ByteTensor), for
+        :meth:`set_state`: the PCG64 state and increment, its cached half-word and the
+        initial seed (restored too)."""
+        st = self.bit_generator.state
+        words = [st["state"]["state"] >> 64, st["state"]["state"] & _MASK64,
+                 st["state"]["inc"] >> 64, st["state"]["inc"] & _MASK64,
+                 int(st["has_uint32"]), int(st["uinteger"]), self._initial_seed]
+        return wrap(np.array(words, dtype="<u8").view(np.uint8))
 
     def set_state(self, new_state):
-        """Restore a state from :meth:`get_state`; returns the generator."""
-        self.bit_generator.state = new_state
+        """Restore a state from :meth:`get_state` (a uint8 tensor; the dict of NumPy's
+        ``bit_generator.state`` too); returns the generator.
+
+        Raises TypeError for anything else, RuntimeError for a tensor of the wrong size."""
+        if isinstance(new_state, dict):
+            self.bit_generator.state = new_state
+            return self
+        if not isinstance(new_state, Tensor):
+            raise TypeError(f"expected a chainrule.ByteTensor, but got "
+                            f"{type(new_state).__name__}")
+        data = np.asarray(new_state._host())
+        if data.dtype != np.uint8:
+            raise TypeError("RNG state must be a chainrule.ByteTensor")
+        if data.size != 8 * _STATE_WORDS:
+            raise RuntimeError(f"Expected an RNG state of {8 * _STATE_WORDS} bytes (from "
+                               f"get_state()), got {data.size}")
+        w = [int(v) for v in np.ascontiguousarray(data.reshape(-1)).view("<u8")]
+        self.bit_generator.state = {
+            "bit_generator": "PCG64", "state": {"state": (w[0] << 64) | w[1],
+                                                "inc": (w[2] << 64) | w[3]},
+            "has_uint32": w[4], "uinteger": w[5]}
+        self._initial_seed = w[6]
         return self
 
+
+_MASK64 = 2 ** 64 - 1
+_STATE_WORDS = 7
 
 default_generator = Generator().manual_seed(0)
 
 
 def manual_seed(seed):
     """Seed the generator behind rand, randn, randint, ... in place (NumPy's PCG64);
-    returns it (``chainrule.default_generator``)."""
-    return default_generator.manual_seed(seed)
+    returns it (``chainrule.default_generator``). ``seed`` goes through ``int()`` first
+    (``manual_seed(1.5)`` seeds 1), as PyTorch."""
+    return default_generator.manual_seed(int(seed))
 
 
 def initial_seed():
@@ -289,6 +327,14 @@ def empty(*size, dtype=None, device=None, requires_grad=False, **kwargs):
     return _make(_float_default(data, dtype), requires_grad, device)
 
 
+def _no_negative(shape):
+    """PyTorch's RuntimeError for a negative size (before any draw)."""
+    for s in shape:
+        if int(s) < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {int(s)}: "
+                               f"{[int(k) for k in shape]}")
+
+
 def _no_extra(kwargs, op):
     if kwargs:
         raise TypeError(f"{op}() got unexpected keyword arguments {sorted(kwargs)}")
@@ -430,6 +476,10 @@ def _sample(op, draw, size, dtype, device, requires_grad, kwargs):
             dtype = _np_dtype(dtype)
         except (TypeError, ValueError) as e:
             raise TypeError(f"{op}: dtype must be a dtype, got {dtype!r} ({e})") from None
+        if np.dtype(dtype).kind not in "fc":  # PyTorch's kernels exist for floats only
+            raise NotImplementedError(f"{op}: not implemented for dtype {np.dtype(dtype)} "
+                                      "(a floating dtype is needed)")
+    _no_negative(shape)
     data = _float_default(draw(rng, shape), dtype)
     return _make(data if dtype is None else data.astype(dtype), requires_grad, device)
 
@@ -453,6 +503,14 @@ def _integers(op, low, high, size, generator, dtype, device, requires_grad):
     if not low < high:
         raise RuntimeError(f"{op}: expects 'from' to be less than 'to', but got from={low} "
                            f">= to={high}")
+    _no_negative(tuple(size))
+    if dtype is not None and np.dtype(_np_dtype(dtype)).kind in "iu":
+        info = np.iinfo(_np_dtype(dtype))
+        if low < info.min:
+            raise RuntimeError(f"{op}: from is out of bounds for {np.dtype(_np_dtype(dtype))}")
+        if high - 1 > info.max:
+            raise RuntimeError(f"{op}: to - 1 is out of bounds for "
+                               f"{np.dtype(_np_dtype(dtype))}")
     data = _generator(generator).integers(low, high, size=tuple(size), dtype=np.int64)
     return _make(data if dtype is None else data.astype(_np_dtype(dtype)), requires_grad,
                  device)
@@ -498,6 +556,7 @@ def _bounds(op, args, low, high):
 def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False):
     """A random permutation of ``0 .. n-1`` (int64 unless ``dtype``)."""
     _check_device(device, "randperm")
+    _no_negative((int(n),))
     data = _generator(generator).permutation(int(n))
     return _make(data if dtype is None else data.astype(_np_dtype(dtype)), requires_grad,
                  device)

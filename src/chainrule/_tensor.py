@@ -171,41 +171,128 @@ class Size(tuple):
         return f"chainrule.Size({list(self)})"
 
 
-def _formatter(data):
-    """NumPy ``array2string``'s formatter giving PyTorch's notation for a real float array
-    (``torch._tensor_str._Formatter``): ``precision`` decimals, ``1.`` when every finite
-    entry is an integer, scientific when the finite nonzero magnitudes span more than 1000x,
-    exceed 1e8, or (not all integers) go below 1e-4; every entry right-aligned to one width.
-    None (NumPy's own) for other dtypes."""
-    if data.dtype.kind == "b":  # PyTorch's: as wide as the widest word present
-        width = 5 if data.size and not data.all() else 4
-        return {"bool": lambda v: str(bool(v)).rjust(width)}
-    if data.dtype.kind != "f":
-        return None
-    p, flat = PRINT_OPTS["precision"], data.reshape(-1)
-    vals = flat[np.isfinite(flat) & (flat != 0)].astype(np.float64)
-    int_mode, sci = True, False
-    if vals.size:
-        mags = np.abs(vals)
+class _Formatter:
+    """PyTorch's ``torch._tensor_str._Formatter`` for a host array: one width for every
+    entry; floats in ``precision`` decimals, ``1.`` when every finite entry is an integer,
+    scientific when the finite nonzero magnitudes span more than 1000x, exceed 1e8, or go
+    below 1e-4 (``sci_mode`` forces it either way)."""
+
+    def __init__(self, data):
+        self.floating = data.dtype.kind == "f"
+        self.int_mode, self.sci_mode, self.max_width = True, False, 1
+        flat = data.reshape(-1)
+        p = PRINT_OPTS["precision"]
+        if not self.floating:
+            for v in flat.tolist():
+                self.max_width = max(self.max_width, len(str(v)))
+            return
+        vals = flat[np.isfinite(flat) & (flat != 0)]
+        if not vals.size:
+            return
+        mags = np.abs(vals.astype(np.float64))
         lo, hi = mags.min(), mags.max()
-        int_mode = bool(np.all(vals == np.ceil(vals)))
-        sci = hi / lo > 1000.0 or hi > 1.0e8 or (not int_mode and lo < 1.0e-4)
-    if PRINT_OPTS["sci_mode"] is not None:
-        sci = PRINT_OPTS["sci_mode"]
+        values = vals.tolist()
+        self.int_mode = bool(np.all(vals == np.ceil(vals)))
+        self.sci_mode = (hi / lo > 1000.0 or hi > 1.0e8 or lo < 1.0e-4) \
+            if PRINT_OPTS["sci_mode"] is None else PRINT_OPTS["sci_mode"]
+        if self.sci_mode:
+            texts = (f"{v:.{p}e}" for v in values)
+        elif self.int_mode:
+            texts = (f"{v:.0f}." for v in values)
+        else:
+            texts = (f"{v:.{p}f}" for v in values)
+        self.max_width = max(len(t) for t in texts)
 
-    def text(v):
-        v = float(v)
-        if sci:
-            return f"{v:.{p}e}"
-        if int_mode:
-            return f"{v:.0f}" + ("." if np.isfinite(v) else "")
-        return f"{v:.{p}f}"
+    def format(self, value):
+        p = PRINT_OPTS["precision"]
+        if self.floating:
+            if self.sci_mode:
+                ret = f"{value:{self.max_width}.{p}e}"
+            elif self.int_mode:
+                ret = f"{value:.0f}" + ("" if np.isinf(value) or np.isnan(value) else ".")
+            else:
+                ret = f"{value:.{p}f}"
+        else:
+            ret = f"{value}"
+        return (self.max_width - len(ret)) * " " + ret
 
-    # the widest entry is one of the extremes (sign, integer digits, exponent digits)
-    width = max((len(text(v)) for v in (vals.min(), vals.max(), vals[np.argmin(np.abs(vals))],
-                                        vals[np.argmax(np.abs(vals))])), default=1) \
-        if vals.size else 1
-    return {"float_kind": lambda v: text(v).rjust(width)}
+
+def _summarized(data):
+    """PyTorch's ``get_summarized_data``: the entries shown when a tensor is summarised."""
+    e = PRINT_OPTS["edgeitems"]
+    if data.ndim == 0:
+        return data
+    if data.ndim == 1:
+        return np.concatenate((data[:e], data[-e:])) if data.shape[0] > 2 * e else data
+    if not e:
+        return np.empty((0,) * data.ndim, dtype=data.dtype)
+    rows = list(range(e)) + list(range(len(data) - e, len(data))) \
+        if data.shape[0] > 2 * e else range(data.shape[0])
+    return np.stack([_summarized(data[i]) for i in rows])
+
+
+def _tensor_body(data, indent, summarize, f1, f2=None):
+    """PyTorch's ``_tensor_str_with_formatter`` (``f2``: the imaginary parts' formatter)."""
+    e = PRINT_OPTS["edgeitems"]
+
+    def one(v):
+        if f2 is None:
+            return f1.format(v)
+        imag = (f2.format(v.imag) + "j").lstrip()
+        return f1.format(v.real) + (imag if imag[0] in "+-" else "+" + imag)
+
+    if data.ndim == 0:
+        return one(data.item())
+    if data.ndim == 1:
+        width = f1.max_width + 2 + (f2.max_width + 1 if f2 is not None else 0)
+        per_line = max(1, int((PRINT_OPTS["linewidth"] - indent) // width))
+        if summarize and not e:
+            items = ["..."]
+        elif summarize and data.shape[0] > 2 * e:
+            items = [one(v) for v in data[:e].tolist()] + [" ..."] + \
+                [one(v) for v in data[-e:].tolist()]
+        else:
+            items = [one(v) for v in data.tolist()]
+        lines = [", ".join(items[i:i + per_line]) for i in range(0, len(items), per_line)]
+        return "[" + (",\n" + " " * (indent + 1)).join(lines) + "]"
+    n = data.shape[0]
+    if summarize and n > 2 * e:
+        parts = [_tensor_body(data[i], indent + 1, summarize, f1, f2) for i in range(e)] + \
+            ["..."] + [_tensor_body(data[i], indent + 1, summarize, f1, f2)
+                       for i in range(n - e, n)]
+    else:
+        parts = [_tensor_body(data[i], indent + 1, summarize, f1, f2) for i in range(n)]
+    return "[" + ("," + "\n" * (data.ndim - 1) + " " * (indent + 1)).join(parts) + "]"
+
+
+def _tensor_str(data, indent):
+    """PyTorch's ``_tensor_str`` for a host array (float16 printed through float32)."""
+    if data.size == 0:
+        return "[]"
+    summarize = data.size > PRINT_OPTS["threshold"]
+    if data.dtype == np.float16:
+        data = data.astype(np.float32)
+    shown = _summarized(data) if summarize else data
+    if data.dtype.kind == "c":
+        return _tensor_body(data, indent, summarize, _Formatter(shown.real),
+                            _Formatter(shown.imag))
+    return _tensor_body(data, indent, summarize, _Formatter(shown))
+
+
+def _add_suffixes(text, suffixes, indent):
+    """PyTorch's ``_add_suffixes``: ``, suffix`` each, on a new line when the line would
+    pass ``linewidth``."""
+    out = [text]
+    last = len(text) - text.rfind("\n") + 1
+    for suffix in suffixes:
+        if last + len(suffix) + 2 > PRINT_OPTS["linewidth"]:
+            out.append(",\n" + " " * indent + suffix)
+            last = indent + len(suffix)
+        else:
+            out.append(", " + suffix)
+            last += len(suffix) + 2
+    out.append(")")
+    return "".join(out)
 
 
 class Tensor:
@@ -305,8 +392,15 @@ class Tensor:
 
         Raises RuntimeError for a non-leaf (its requires_grad follows from its inputs), for
         a non-float dtype, and for an inference tensor asked to require grad outside
-        inference mode (PyTorch's rule).
+        inference mode (PyTorch's rule); TypeError for a ``requires_grad`` that is not a
+        bool (1, a 0-d tensor, ...), as PyTorch.
         """
+        if requires_grad.__class__ is not bool:
+            kind = type(requires_grad)
+            kind = kind.__name__ if kind.__module__ in ("builtins", "chainrule._tensor") else \
+                f"{kind.__module__.split('.')[0]}.{kind.__name__}"
+            raise TypeError(f"requires_grad_(): argument 'requires_grad' (position 1) must be "
+                            f"bool, not {kind}")
         if requires_grad and self._vc.__class__ is InferenceVersion and not STATE.inference:
             raise RuntimeError("Setting requires_grad=True on inference tensor outside "
                                "InferenceMode is not allowed.")
@@ -520,20 +614,25 @@ class Tensor:
             return (f"tensor(<{b.name} array of shape {tuple(self.shape)}, dtype "
                     f"{self.dtype}>, device='{self.device}'{fn})")
         data = np.asarray(self._data)
-        body = np.array2string(
-            data, separator=", ", prefix="tensor(", formatter=_formatter(data),
-            threshold=PRINT_OPTS["threshold"], edgeitems=PRINT_OPTS["edgeitems"],
-            max_line_width=PRINT_OPTS["linewidth"])
+        prefix = "tensor("
+        default = np.dtype(DEFAULT_FLOAT[0])
         extras = []
-        if data.size == 0 and data.ndim > 1:  # "tensor([])" alone would hide the shape
-            extras.append(f"size={tuple(data.shape)}")
-        if data.dtype not in (np.float64, np.int64, np.bool_):
-            extras.append(f"dtype={data.dtype}")
+        if data.size == 0:  # no entries to tell the dtype by: shown unless the default
+            if data.ndim != 1:
+                extras.append(f"size={tuple(data.shape)}")
+            if data.dtype != default:
+                extras.append(f"dtype={data.dtype}")
+        else:
+            if not PRINT_OPTS["edgeitems"]:
+                extras.append(f"size={tuple(data.shape)}")
+            if data.dtype not in (default, np.promote_types(default, np.complex64),
+                                  np.int64, np.bool_):
+                extras.append(f"dtype={data.dtype}")
         if self._grad_fn is not None:
             extras.append(f"grad_fn=<{self._grad_fn.name()}>")
         elif self._requires_grad:
             extras.append("requires_grad=True")
-        return "tensor(" + body + "".join(", " + e for e in extras) + ")"
+        return prefix + _add_suffixes(_tensor_str(data, len(prefix)), extras, len(prefix))
 
     def __format__(self, spec):
         if self._data.ndim == 0:
