@@ -255,3 +255,14 @@ def test_complex_conjugates_and_parts_are_computed():
         tk = torch.tensor(a)
         np.testing.assert_array_equal(tk.mH.resolve_conj().numpy(), k.mH.numpy())
         assert complex(torch.vdot(tk[0], tk[1])) == -36 - 8j
+
+
+def test_complex_and_wide_unsigned_dtypes_are_named_at_the_top_level():
+    # cr.complex64 / cfloat / cdouble / uint16..uint64 raised AttributeError
+    assert cr.zeros(2, dtype=cr.complex64).dtype == np.complex64
+    assert cr.cfloat == cr.complex64 and cr.cdouble == cr.complex128
+    for name, np_dtype in (("uint16", np.uint16), ("uint32", np.uint32),
+                           ("uint64", np.uint64)):
+        assert cr.tensor([1, 2]).to(getattr(cr, name)).dtype == np_dtype
+    if torch is not None:
+        assert str(torch.cdouble) == "torch.complex128"

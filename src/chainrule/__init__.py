@@ -87,6 +87,11 @@ int64 = _np.dtype("int64")
 int16 = _np.dtype("int16")
 int8 = _np.dtype("int8")
 uint8 = _np.dtype("uint8")
+uint16 = _np.dtype("uint16")
+uint32 = _np.dtype("uint32")
+uint64 = _np.dtype("uint64")
+complex64 = _np.dtype("complex64")
+complex128 = _np.dtype("complex128")
 bool_ = _np.dtype("bool")
 # PyTorch's spellings of the same dtypes (they shadow builtins only inside this module)
 float = float32  # noqa: A001
@@ -95,6 +100,8 @@ half = float16
 long = int64
 int = int32  # noqa: A001
 short = int16
+cfloat = complex64
+cdouble = complex128
 bool = bool_  # noqa: A001
 
 __version__ = "0.1.0"
