@@ -267,3 +267,23 @@ def test_lerp_rounds_as_torch_at_large_weights():
         ta = torch.tensor([1 / 3, -2.5, 1e-17], dtype=torch.float64)
         tb = torch.tensor([0.9, 3.3, 5.0], dtype=torch.float64)
         assert ta.lerp(tb, 1.0).tolist() == a.lerp(b, 1.0).tolist()
+
+
+def test_normal_with_number_mean_and_std():
+    # normal(0., 1., size) raised (no tensor to place the draw beside); a negative number
+    # std drew silently
+    cr.manual_seed(0)
+    z = cr.normal(0.0, 1.0, (4,))
+    assert tuple(z.shape) == (4,) and z.dtype == cr.get_default_dtype()
+    assert cr.normal(0.0, 1.0, (2,), dtype=cr.float32).dtype == cr.float32
+    g = cr.Generator().manual_seed(3)
+    a = cr.normal(2.0, 0.5, (3,), generator=g)
+    g.manual_seed(3)
+    assert a.tolist() == cr.normal(2.0, 0.5, (3,), generator=g).tolist()
+    with pytest.raises(RuntimeError, match="normal expects std >= 0.0"):
+        cr.normal(cr.zeros(2), -1.0)
+    with pytest.raises(RuntimeError, match="normal expects std >= 0.0"):
+        cr.normal(0.0, -1.0, (2,))
+    if torch is not None:
+        with pytest.raises(RuntimeError, match="normal expects std >= 0.0"):
+            torch.normal(0.0, -1.0, (2,))

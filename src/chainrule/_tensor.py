@@ -385,6 +385,8 @@ class Tensor:
 
     @requires_grad.setter
     def requires_grad(self, value):
+        if value.__class__ is not bool:
+            raise RuntimeError("requires_grad must be a bool")  # PyTorch's setter message
         self.requires_grad_(value)
 
     def requires_grad_(self, requires_grad=True):

@@ -19,4 +19,4 @@ class Variable(metaclass=_VariableMeta):
     def __new__(cls, data, requires_grad=False, volatile=False):
         if not isinstance(data, Tensor):
             raise TypeError(f"Variable: data must be a Tensor, got {type(data).__name__}")
-        return data.detach().requires_grad_(requires_grad)
+        return data.detach().requires_grad_(bool(requires_grad))  # (any truthy value)

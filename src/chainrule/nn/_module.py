@@ -95,10 +95,14 @@ class Buffer(Tensor):
 
 def _typename(obj):
     """``torch.typename`` for error messages: the qualified class name (builtins by their
-    bare name); a tensor by its class name ("Tensor", where PyTorch says
-    "torch.DoubleTensor")."""
+    bare name); a tensor (a Parameter too) by its legacy type name, as PyTorch's
+    ("torch.DoubleTensor" for float64, "torch.FloatTensor", "torch.LongTensor", ...)."""
     if isinstance(obj, Tensor):
-        return type(obj).__name__
+        from .._methods import _TYPE_NAMES
+
+        name = np.dtype(numpy_dtype(obj.dtype)).name
+        return "torch." + _TYPE_NAMES.get(name, {"bfloat16": "BFloat16Tensor"}.get(name,
+                                                                                  "Tensor"))
     cls = obj if isinstance(obj, type) else type(obj)
     module = getattr(cls, "__module__", "") or ""
     if module in ("", "builtins"):
@@ -677,8 +681,8 @@ class Module:
                 value = value[0]  # (PyTorch 0.3 checkpoints)
             if tuple(value.shape) != tuple(param.shape):
                 error_msgs.append(f"size mismatch for {key}: copying a param with shape "
-                                  f"{tuple(value.shape)} from checkpoint, the shape in "
-                                  f"current model is {tuple(param.shape)}.")
+                                  f"torch.Size({list(value.shape)}) from checkpoint, the "
+                                  f"shape in current model is torch.Size({list(param.shape)}).")
                 continue
             try:
                 with no_grad():

@@ -201,6 +201,8 @@ def _conv(input, weight, bias, stride, padding, dilation, groups, n, fname):
     x, unbatched = _batched(input, n, fname)
     w = _t(weight)
     if w.ndim != n + 2:
+        if weight is None:  # (a module's, through functional_call)
+            raise F._not_a_tensor(f"conv{n}d", "weight", 2, weight)
         raise RuntimeError(f"{fname}: expected weight with {n + 2} dimensions (C_out, C_in/"
                            f"groups, *kernel), got weight of shape {_size(w.shape)}")
     s, d = _tup(stride, n, "stride", fname), _tup(dilation, n, "dilation", fname)
@@ -401,9 +403,14 @@ def _adaptive_bounds(input, output_size, n, fname):
         sizes = tuple(L if o is None else int(o) for L, o in zip(x.shape[2:], output_size))
     else:
         sizes = _tup(output_size, n, "output_size", fname)
-    if min(sizes) < 1 or min(x.shape[2:]) < 1:
-        raise RuntimeError(f"{fname}: expected a positive output_size and a non-empty input, "
-                           f"got output_size={sizes} for input of shape {_size(x.shape)}")
+    if min(sizes) < 0:
+        raise RuntimeError(f"{fname}: elements of output_size must be greater than or equal "
+                           f"to 0 but received {sizes}")
+    if min(x.shape[2:]) < 1:
+        given = tuple(x.shape[1:] if unbatched else x.shape)
+        raise RuntimeError(f"{fname}: Expected input to have non-zero size for non-batch "
+                           f"dimensions, but input has sizes {_size(given)} with dimension "
+                           f"{given.index(0, len(given) - n)} being empty")
     bounds = []
     for L, o in zip(x.shape[2:], sizes):  # PyTorch's windows: [floor(i L / o), ceil((i+1) L / o))
         i = np.arange(o)
@@ -425,6 +432,13 @@ def _adaptive_avg(input, output_size, n, fname):
 
 def _adaptive_max(input, output_size, return_indices, n, fname):
     x, unbatched, bounds = _adaptive_bounds(input, output_size, n, fname)
+    if any(len(start) == 0 for start, _ in bounds):  # an output size 0: an empty result
+        shape = tuple(x.shape[:2]) + tuple(len(start) for start, _ in bounds)
+        out = x.reshape(-1)[:0].reshape(shape)  # (still of x's graph: a zero gradient)
+        if return_indices:
+            idx = _creation.zeros(shape, dtype=np.int64, device=x.device)
+            return _unbatch(out, unbatched), _unbatch(idx, unbatched)
+        return _unbatch(out, unbatched)
     pos = []
     for start, end in bounds:  # windows padded to the longest by repeating their last entry
         taps = np.arange((end - start).max())
@@ -490,6 +504,10 @@ def _unpool_output_size(input, kernel_size, stride, padding, output_size):
     default = [(shape[-n + d] - 1) * stride[d] + kernel_size[d] - 2 * padding[d]
                for d in range(n)]
     if output_size is None:
+        for d, v in enumerate(default):
+            if v < 0:
+                raise ValueError("max_unpooling: output_size must contain non-negative spatial "
+                                 f"dimensions, but got output_size[{d}]={v}")
         return default
     output_size = [int(v) for v in output_size]
     if len(output_size) == n + 2:
@@ -520,6 +538,8 @@ def _max_unpool(input, indices, kernel_size, stride, padding, output_size, n, fn
                            f"shape: {_size(idx.shape)}")
     b, c = x.shape[:2]
     plane = math.prod(out_size)
+    if plane == 0:  # an empty output (PyTorch's, whatever the indices)
+        return _unbatch(x.reshape(-1)[:0].reshape(b, c, *out_size), unbatched)
     flat_idx = idx.reshape(b, c, -1)
     iv = np.asarray(flat_idx.numpy())
     if iv.size and (iv.min() < 0 or iv.max() >= plane):
@@ -618,8 +638,12 @@ def channel_shuffle(input, groups):
     return x.reshape(n, groups, c // groups, *rest).transpose(1, 2).reshape(n, c, *rest)
 
 
-for _name in FUNCTIONAL:  # an error preparing the arguments names the function
-    globals()[_name] = name_errors(globals()[_name])
+for _name in FUNCTIONAL:  # an error preparing the arguments names the function; None for
+    # a Tensor parameter is PyTorch's TypeError naming the argument
+    _names = ("input", "weight") if _name.startswith("conv") else \
+        ("input", "indices") if _name.startswith("max_unpool") else ("input",)
+    globals()[_name] = F._tensor_args(*_names, fname=_name)(name_errors(globals()[_name]))
+del _name, _names
 
 
 # --- modules -----------------------------------------------------------------------------

@@ -33,7 +33,7 @@ from ..backend import dtype_kind, numpy_dtype
 from . import conv as _cv
 from ._module import Module
 from .conv import _batched, _pad, _tup, _unbatch, _windows
-from .functional import _beside, _size, _t
+from .functional import _beside, _not_a_tensor, _size, _t, _tensor_args
 from .modules import _NormBase
 
 __all__ = ["ConvTranspose1d", "ConvTranspose2d", "Upsample", "UpsamplingNearest2d",
@@ -79,6 +79,8 @@ def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups
     x, unbatched = _batched(input, n, fname)
     w = _t(weight)
     if w.ndim != n + 2:
+        if weight is None:  # (a module's, through functional_call)
+            raise _not_a_tensor(f"conv_transpose{n}d", "weight", 2, weight)
         raise RuntimeError(f"{fname}: expected weight with {n + 2} dimensions (C_in, C_out/"
                            f"groups, *kernel), got weight of shape {_size(w.shape)}")
     if isinstance(padding, str):
@@ -544,7 +546,8 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     Raises
     ------
     ValueError
-        ``use_input_stats`` with a single spatial entry (or none).
+        ``use_input_stats`` with a single spatial entry (or none); one of ``running_mean``
+        and ``running_var`` given without the other.
     RuntimeError
         An input with fewer than 2 dims, statistics, weight or bias with other than C
         entries, or ``use_input_stats=False`` without running statistics.
@@ -554,6 +557,9 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     if use_input_stats and math.prod(s[2:]) == 1:
         raise ValueError(f"instance_norm: Expected more than 1 spatial element when training, "
                          f"got input size {_size(s)}")
+    if use_input_stats and (running_mean is None) != (running_var is None):
+        raise ValueError("instance_norm: running_mean and running_var must either both be None "
+                         "or neither be None")
     if len(s) < 2:
         raise RuntimeError(f"instance_norm: expected an input with 2 or more dimensions (N, C, "
                            f"*), got {_size(s)}")
@@ -757,8 +763,12 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     return out
 
 
-for _name in FUNCTIONAL:  # an error preparing the arguments names the function
-    globals()[_name] = name_errors(globals()[_name])
+for _name in FUNCTIONAL:  # an error preparing the arguments names the function; None for
+    # a Tensor parameter is PyTorch's TypeError naming the argument
+    _names = {"conv_transpose1d": ("input", "weight"), "conv_transpose2d": ("input", "weight"),
+              "affine_grid": ("theta",), "grid_sample": ("input", "grid")}.get(_name, ("input",))
+    globals()[_name] = _tensor_args(*_names, fname=_name)(name_errors(globals()[_name]))
+del _name, _names
 
 
 # --- modules -----------------------------------------------------------------------------

@@ -25,7 +25,7 @@ from .. import ops as _ops
 from .._batched import Batched
 from .._state import STATE, no_grad
 from .._tensor import Tensor, wrap
-from ..autograd.function import Function
+from ..autograd.function import Function, once_differentiable
 from ..backend import backend_of, beside, dtype_kind, numpy_dtype
 from ..ops._dims import number_arg
 from ..ops.nn import binary_cross_entropy_terms
@@ -108,9 +108,9 @@ def _same_size_warning(input, target, fname):
 
 
 def _hardtanh(x, lo, hi):
-    # values clamped to [lo, hi]; the gradient passes strictly inside (as PyTorch's
-    # hardtanh_backward: zero at the boundaries)
-    return _ops.where(x <= lo, lo, _ops.where(x >= hi, hi, x))
+    # values clamped to [lo, hi] (NaN stays NaN); the gradient passes strictly inside only (as
+    # PyTorch's vectorised hardtanh_backward: zero at the boundaries and at NaN)
+    return _ops.where((x > lo) & (x < hi), x, _ops.clamp(x, lo, hi).detach())
 
 
 def _float_dtype_of(x):
@@ -118,6 +118,36 @@ def _float_dtype_of(x):
     host-side masks and weights that then move beside ``x``)."""
     return numpy_dtype(x.dtype if dtype_kind(x.dtype) == "f" else
                        _creation.get_default_dtype())
+
+
+def _not_a_tensor(fname, name, position, value):
+    """PyTorch's TypeError for ``value`` (None) passed where a Tensor is required."""
+    return TypeError(f"{fname}(): argument '{name}' (position {position}) must be Tensor, not "
+                     f"{type(value).__name__}")
+
+
+def _tensor_args(*names, fname=None, labels=None):
+    """Wrap a function so that None for one of its Tensor parameters ``names`` raises
+    PyTorch's ``TypeError: <fname>(): argument '<name>' (position <k>) must be Tensor, not
+    NoneType`` (instead of an error from deep inside, or a result computed from a 0-d object
+    array). ``labels`` maps a parameter to the (name, position) PyTorch's message gives it
+    where that differs from the Python signature's."""
+    def decorate(fn):
+        params = list(inspect.signature(fn).parameters)
+        spots = tuple((params.index(n), n, *(labels or {}).get(n, (n, params.index(n) + 1)))
+                      for n in names)
+        name = fname or fn.__name__
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            for i, n, label, position in spots:
+                if (args[i] if i < len(args) else kwargs.get(n, 0)) is None:
+                    raise _not_a_tensor(name, label, position, None)
+            return fn(*args, **kwargs)
+
+        return wrapper
+
+    return decorate
 
 
 # --- linear layers -----------------------------------------------------------------------
@@ -137,6 +167,9 @@ def linear(input, weight, bias=None):
     si, sw = _shape(input), _shape(weight)
     k_w = sw[-1] if len(sw) else None
     if not si or si[-1] != k_w:
+        for position, (name, value) in enumerate((("input", input), ("weight", weight)), 1):
+            if value is None:
+                raise _not_a_tensor("linear", name, position, value)
         rows = math.prod(si[:-1]) if len(si) > 1 else 1
         cols = si[-1] if si else 1
         w_t = (sw[1], sw[0]) if len(sw) == 2 else (sw[0] if sw else 1, 1)
@@ -195,9 +228,11 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
     return _ops.where(input > 0, input, input * negative_slope)
 
 
-def _expm1_neg(x):
-    # expm1 of the negative part: no overflow (nor NaN gradient) from the unused branch
-    return _ops.expm1(_ops.clamp(x, max=0.0))
+def _expm1_neg(x, alpha=1.0):
+    # expm1(x / alpha) of the negative part: no overflow (nor NaN gradient) from the unused
+    # branch; a NaN passes (value and gradient NaN, as PyTorch's vectorised elu_backward)
+    neg = _ops.where(x > 0, 0.0, x)
+    return _ops.expm1(neg if alpha == 1.0 else neg / alpha)
 
 
 def elu(input, alpha=1.0, inplace=False):
@@ -216,7 +251,7 @@ def celu(input, alpha=1.0, inplace=False):
     Raises ValueError for ``alpha == 0``."""
     if alpha == 0:
         raise ValueError("celu: alpha cannot be 0 (ZeroDivisionError in x / alpha)")
-    return _ops.where(input > 0, input, alpha * _ops.expm1(_ops.clamp(input, max=0.0) / alpha))
+    return _ops.where(input > 0, input, alpha * _expm1_neg(input, alpha))
 
 
 def gelu(input, approximate="none"):
@@ -604,6 +639,26 @@ def _checked_rows(idx, n, padding_idx, name, padding_message):
     return padding_idx
 
 
+class _CTCLoss(Function):
+    """CTC's per-sample negative log-likelihoods (computed by the forward-backward recursion
+    in NumPy) with their gradient ``G`` with respect to ``log_probs`` (T, N, C), as
+    PyTorch's ``ctc_loss_backward`` (Graves et al., 2006, eq. 16, for log-probabilities):
+    ``grad = g_n G[:, n, :]``. Once differentiable, and no forward mode (PyTorch has
+    neither): ``G`` is that of the recursion at these log_probs, so it cannot be
+    differentiated again, and it is the derivative of the loss only along log_softmax
+    outputs, so it is no JVP for other tangents."""
+
+    @staticmethod
+    def forward(ctx, log_probs, losses, G):
+        ctx.G = G
+        return losses.clone()
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad):
+        return grad.reshape(1, -1, 1) * ctx.G, None, None
+
+
 class _ScaleRowGrads(Function):
     """The identity on embedding's picked rows whose backward multiplies the cotangent by
     ``scale`` (0 on padding rows, ``1 / count`` with scale_grad_by_freq), as PyTorch's
@@ -806,7 +861,15 @@ def _class_shapes(x_shape, t_shape, fname):
     if len(x_shape) == 0:
         raise ValueError(f"{fname}: input must have at least 1 dimension (classes), got a 0-D "
                          "input")
-    expected = () if len(x_shape) == 1 else (x_shape[0],) + tuple(x_shape[2:])
+    if len(x_shape) == 1:  # (C,): a 0-d target, or one of shape (1,) as PyTorch accepts
+        if len(t_shape) > 1:
+            raise RuntimeError(f"{fname}: 0D or 1D target tensor expected, multi-target not "
+                               "supported")
+        if len(t_shape) == 1 and t_shape[0] != 1:
+            raise ValueError(f"{fname}: For 1D input, 1D target must have size 1, but got "
+                             f"target size: {t_shape[0]}")
+        return
+    expected = (x_shape[0],) + tuple(x_shape[2:])
     if tuple(t_shape) != expected:
         if len(x_shape) >= 2 and len(t_shape) >= 1 and t_shape[0] != x_shape[0]:
             raise ValueError(f"{fname}: Expected input batch_size ({x_shape[0]}) to match "
@@ -906,6 +969,8 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     x = _t(input)
     t = _index_array(target, "nll_loss", "target")
     _class_shapes(tuple(x.shape), t.shape, "nll_loss")
+    if x.ndim == 1 and t.ndim == 1:
+        t = t.reshape(())  # a (1,) target of a (C,) input is its 0-d target
     c = x.shape[0 if x.ndim == 1 else 1]
     if weight is not None and _shape(weight) != (c,):
         raise RuntimeError(f"nll_loss: weight tensor should be defined either for all {c} "
@@ -960,6 +1025,8 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     if dtype_kind(tdata.dtype) in "iu":
         t = _index_array(target, "cross_entropy", "target")  # a tensor inside vmap
         _class_shapes(tuple(x.shape), t.shape, "cross_entropy")
+        if x.ndim == 1 and t.ndim == 1:
+            t = t.reshape(())  # a (1,) target of a (C,) input is its 0-d target
         if (weight is None and label_smoothing == 0.0 and x.ndim >= 2
                 and not isinstance(t, Tensor) and not (t == ignore_index).any()):
             return _ops.cross_entropy(x, _beside(x, t), reduction=reduction)  # fused
@@ -1284,17 +1351,25 @@ def glu(input, dim=-1):
     return a * _ops.sigmoid(b)
 
 
+def _nan_or_zero(x):
+    # NaN where ``x`` is NaN, else 0, in x's dtype and without gradient
+    d = x.detach()
+    return _ops.where(d == d, 0.0, d)
+
+
 def hardshrink(input, lambd=0.5):
     """``x`` where ``|x| > lambd``, else 0."""
     x = _t(input)
-    return _ops.where((x >= -lambd) & (x <= lambd), 0.0, x)  # NaN passes through
+    # NaN comes out NaN with gradient 0, as PyTorch's vectorised kernels
+    return _ops.where((x < -lambd) | (x > lambd), x, _nan_or_zero(x))
 
 
 def softshrink(input, lambd=0.5):
     """``x - lambd`` above ``lambd``, ``x + lambd`` below ``-lambd``, else 0."""
     x = _t(input)
-    # NaN fails both comparisons and comes out as ``x + lambd``: NaN, as PyTorch's
-    return _ops.where(x > lambd, x - lambd, _ops.where(x >= -lambd, 0.0, x + lambd))
+    # NaN fails both comparisons and comes out NaN with gradient 0, as PyTorch's vectorised
+    # kernels
+    return _ops.where(x > lambd, x - lambd, _ops.where(x < -lambd, x + lambd, _nan_or_zero(x)))
 
 
 def threshold(input, threshold, value, inplace=False):
@@ -1402,7 +1477,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     others = _beside(x, np.arange(C)[None, :] != idx[:, None])
     loss = _ops.sum(_ops.where(others, terms, 0.0), 1) / C
     if x.ndim <= 1:
-        loss = loss.reshape(())
+        loss = loss.reshape(tn.shape)  # () or (1,), as the target (PyTorch's)
     return _reduce(loss, reduction, "multi_margin_loss")
 
 
@@ -1990,11 +2065,9 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
         losses[b] = nll
         grads[:in_len[b], b] = g
     dt = numpy_dtype(lp_t.dtype)
-    G = _beside(lp_t, grads.astype(dt))
-    # the value is the losses; the gradient with respect to log_probs is G (per sample)
-    s = (lp_t * G).sum((0, 2))
-    finite = _beside(lp_t, np.isfinite(grads).all(axis=(0, 2)))
-    out = _beside(lp_t, losses.astype(dt)) + _ops.where(finite, s - s.detach(), 0.0)
+    finite = np.isfinite(grads).all(axis=(0, 2))  # an infinite loss passes no gradient
+    G = _beside(lp_t, np.where(finite[None, :, None], grads, 0.0).astype(dt))
+    out = _CTCLoss.apply(lp_t, _beside(lp_t, losses.astype(dt)), G)
     if reduction == "mean":
         out = (out / _beside(lp_t, np.maximum(tg_len, 1).astype(dt))).mean()
     elif reduction == "sum":
@@ -2002,3 +2075,42 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     elif unbatched:
         out = out[0]
     return out
+
+
+# --- None where a Tensor is required: PyTorch's TypeError naming the function and argument --
+
+_TENSOR_ARGS = {
+    "bilinear": ("input1", "input2", "weight"),
+    "prelu": ("input", "weight"),
+    "gumbel_softmax": ("logits",),
+    "one_hot": ("tensor",),
+    "cosine_similarity": ("x1", "x2"),
+    "pairwise_distance": ("x1", "x2"),
+    "embedding": ("input", "weight"),
+    "embedding_bag": ("input", "weight"),
+    "gaussian_nll_loss": ("input", "target", "var"),
+    "margin_ranking_loss": ("input1", "input2", "target"),
+    "cosine_embedding_loss": ("input1", "input2", "target"),
+    "triplet_margin_loss": ("anchor", "positive", "negative"),
+    "triplet_margin_with_distance_loss": ("anchor", "positive", "negative"),
+    "scaled_dot_product_attention": ("query", "key", "value"),
+    "ctc_loss": ("log_probs", "targets", "input_lengths", "target_lengths"),
+}
+for _name in ("relu6", "hardtanh", "leaky_relu", "elu", "selu", "celu", "gelu", "silu", "mish",
+              "softplus", "softsign", "hardswish", "hardsigmoid", "logsigmoid", "tanhshrink",
+              "sigmoid", "tanh", "hardshrink", "softshrink", "threshold", "rrelu", "glu",
+              "softmax", "log_softmax", "softmin", "normalize", "pdist", "dropout", "dropout1d",
+              "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout", "layer_norm",
+              "group_norm", "rms_norm", "batch_norm", "local_response_norm", "pad",
+              "pixel_shuffle", "pixel_unshuffle"):
+    _TENSOR_ARGS[_name] = ("input",)
+for _name in ("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "nll_loss",
+              "cross_entropy", "binary_cross_entropy", "binary_cross_entropy_with_logits",
+              "kl_div", "poisson_nll_loss", "hinge_embedding_loss", "soft_margin_loss",
+              "multilabel_soft_margin_loss", "multi_margin_loss", "multilabel_margin_loss"):
+    _TENSOR_ARGS[_name] = ("input", "target")
+_LABELS = {"embedding": {"input": ("indices", 2), "weight": ("weight", 1)}}  # aten's order
+for _name, _names in _TENSOR_ARGS.items():
+    globals()[_name] = _tensor_args(*_names, fname=_name, labels=_LABELS.get(_name))(
+        globals()[_name])
+del _name, _names

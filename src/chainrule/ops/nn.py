@@ -13,7 +13,7 @@ import numpy as np
 from .. import _ns
 from .._dispatch import ShapeError, apply
 from .._table import defop, documented
-from .._tensor import Tensor
+from .._tensor import Tensor, wrap
 from ..backend import backend_of, dtype_kind, numpy_dtype, on_device_of, xp_kernel
 from ._dims import wrap_dim
 
@@ -206,7 +206,10 @@ def cross_entropy(input, target, reduction="mean"):
             if lo < 0 or hi >= x.shape[cdim]:
                 raise IndexError(f"cross_entropy: target values must be in "
                                  f"[0, {x.shape[cdim]}), got range [{lo}, {hi}]")
-        return apply(CROSS_ENTROPY, (input, t), (reduction, cdim))
+        # the class indices as a tensor: a rule run differentiably (reverse over forward,
+        # nested forward levels) takes tensors, and its onehot reads ``index._data``
+        return apply(CROSS_ENTROPY, (input, target if isinstance(target, Tensor) else wrap(t)),
+                     (reduction, cdim))
     if t.shape != x.shape:
         raise ShapeError(f"cross_entropy: probability target of shape {t.shape} does not match "
                          f"input of shape {x.shape}")

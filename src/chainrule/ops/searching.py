@@ -247,10 +247,11 @@ def signbit(input):
 
 @name_errors
 def heaviside(input, values):
-    """0 where x < 0, ``values`` where x == 0, 1 where x > 0. No gradient: backward raises
-    (as PyTorch: the step's derivative is not implemented)."""
+    """0 where x < 0 (or x is NaN), ``values`` where x == 0, 1 where x > 0. No gradient:
+    backward raises (as PyTorch: the step's derivative is not implemented)."""
     a, v = _host(input, "heaviside"), _host(values, "heaviside")
-    return _no_derivative(np.asarray(np.heaviside(a, v)).astype(np.result_type(a, v)),
+    # PyTorch's ``x == 0 ? values : x > 0``: a NaN input gives 0 (NumPy's heaviside, NaN)
+    return _no_derivative(np.asarray(np.where(a == 0, v, a > 0)).astype(np.result_type(a, v)),
                           "heaviside", input, values)
 
 

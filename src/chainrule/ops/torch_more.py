@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 
+from .._creation import _result_type
 from .._dispatch import name_errors
 from .._tensor import Tensor, wrap
 from ..backend import beside, dtype_kind, numpy_dtype
@@ -242,22 +243,34 @@ def constant_pad_nd(input, pad, value=0):
 
 
 def nextafter(input, other):
-    """The next float after ``input`` toward ``other`` (``torch.nextafter``): a step of one
-    unit in the last place, so its gradient is 1 in ``input`` and 0 in ``other``, as
-    PyTorch's."""
+    """The next float after ``input`` toward ``other`` (``torch.nextafter``; ``other`` itself
+    where the two are equal, so ``nextafter(0.0, -0.0)`` is ``-0.0``): a step of one unit in
+    the last place, so its gradient is 1 in ``input`` where ``input != other`` (NaN
+    included), 0 where they are equal, and 0 in ``other``, as PyTorch's."""
     a, b = _t(input), _t(other)
     da, db = a.detach().numpy(), b.detach().numpy()  # found on the host, used beside a
-    nxt = np.nextafter(da, db)
+    dtype = np.dtype(numpy_dtype(_result_type(a, other) if isinstance(other, Tensor) else
+                                 a.dtype))  # PyTorch's promotion (a 0-d other is weaker)
+    if a.dtype != dtype:
+        a = a.to(dtype)
+    da, db = da.astype(dtype, copy=False), db.astype(dtype, copy=False)
+    moving = da != db
+    nxt = np.where(moving, np.nextafter(da, db), db)
     with np.errstate(invalid="ignore", over="ignore"):
         step = nxt - da
-    if np.isfinite(da).all():
-        return a + wrap(beside(step, a._data))
-    # from an infinity the step is infinite and ``a + step`` NaN: the value is the next float
-    # itself there (the largest finite one toward ``other``)
-
-    fin = np.isfinite(da)
-    return where(wrap(beside(fin, a._data)), a + wrap(beside(np.where(fin, step, 0.0), a._data)),
-                 wrap(beside(nxt, a._data)))
+    # ``a + step`` is exactly the next float (a NaN stays NaN); from an infinity the step is
+    # infinite and ``a + step`` NaN, so the value there is the next float itself (the largest
+    # finite one toward ``other``), as it is where ``a == other``
+    through = moving & ~np.isinf(da)
+    if through.all():
+        out = a + wrap(beside(step, a._data))
+    else:
+        out = where(wrap(beside(through, a._data)),
+                    a + wrap(beside(np.where(through, step, 0.0).astype(dtype), a._data)),
+                    wrap(beside(nxt, a._data)))
+    if isinstance(other, Tensor) and other.requires_grad:  # a zero gradient for ``other``
+        out = where(wrap(beside(np.zeros(np.shape(nxt), bool), a._data)), b.to(dtype), out)
+    return out
 
 
 def frexp(input):
@@ -395,10 +408,15 @@ def bernoulli(input, p=None, *, generator=None):
     return wrap(beside((rng.random(probs.shape) < probs).astype(dtype), x._data))
 
 
-def normal(mean, std=1.0, size=None, *, generator=None):
+def normal(mean, std=1.0, size=None, *, generator=None, dtype=None, device=None,
+           requires_grad=False, out=None):
     """``mean + std * z`` with standard normal ``z`` from chainrule's generator
     (``manual_seed``) or ``generator``, as ``torch.normal``; differentiable in tensor
-    ``mean`` and ``std`` (the reparametrization: d/dmean = 1, d/dstd = z)."""
+    ``mean`` and ``std`` (the reparametrization: d/dmean = 1, d/dstd = z).
+
+    With numbers for both, ``size`` is required and the result has the default float dtype
+    (or ``dtype``), on ``device``. Raises RuntimeError for a negative ``std`` (before the
+    draw, leaving the random state as it was), TypeError for other types."""
     from .. import _creation
 
     rng = generator or _creation.default_generator
@@ -415,12 +433,27 @@ def normal(mean, std=1.0, size=None, *, generator=None):
         if not shapes:
             raise TypeError("normal: give mean or std as a tensor, or size")
         shape = np.broadcast_shapes(*shapes)
-    if s is not None and (np.asarray(s.detach().numpy()) < 0).any():
-        raise RuntimeError("normal: expected all elements of std >= 0.0")
-    dtype = next((numpy_dtype(t.dtype) for t in (m, s) if t is not None), np.dtype(np.float32))
+    if s is not None and (np.asarray(s.detach().cpu().numpy()) < 0).any():
+        raise RuntimeError("normal expects all elements of std >= 0.0")
+    if s is None and std < 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
+    if dtype is None:
+        dtype = next((numpy_dtype(t.dtype) for t in (m, s) if t is not None),
+                     np.dtype(_creation.get_default_dtype()))
+    z = rng.standard_normal(shape).astype(numpy_dtype(dtype))
     like = next((t._data for t in (m, s) if t is not None), None)  # drawn on the host
-    z = wrap(beside(rng.standard_normal(shape).astype(dtype), like))
-    return mean + std * z
+    if like is not None:
+        z = wrap(beside(z, like))
+    else:
+        z = _creation.tensor(z, device=device)
+    result = mean + std * z
+    if requires_grad:
+        result = result.detach().requires_grad_()
+    if out is not None:
+        from .._inplace import write_out
+
+        return write_out(out, result, "normal")
+    return result
 
 
 def _copy_of(view_name):

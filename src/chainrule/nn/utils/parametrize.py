@@ -8,6 +8,8 @@ has PyTorch's keys (``parametrizations.weight.original``, ...)."""
 
 from __future__ import annotations
 
+import copy
+import copyreg
 from contextlib import contextmanager
 
 from ..._state import no_grad
@@ -99,10 +101,34 @@ def is_parametrized(module, tensor_name=None):
     return len(params) > 0 if tensor_name is None else tensor_name in params
 
 
+def _default_deepcopy(self, memo):
+    # the standard deepcopy (the __getstate__ below refuses pickling, not copying)
+    obj = memo.get(id(self))
+    if obj is not None:
+        return obj
+    replica = self.__new__(self.__class__)
+    memo[id(self)] = replica
+    replica.__dict__ = copy.deepcopy(self.__dict__, memo)
+    for slot in copyreg._slotnames(self.__class__):
+        if hasattr(self, slot):
+            setattr(replica, slot, copy.deepcopy(getattr(self, slot), memo))
+    return replica
+
+
+def _refuse_pickling(self):
+    raise RuntimeError(
+        "Serialization of parametrized modules is only supported through state_dict(). See:\n"
+        "https://pytorch.org/tutorials/beginner/saving_loading_models.html"
+        "#saving-loading-a-general-checkpoint-for-inference-and-or-resuming-training")
+
+
 def _inject_new_class(module):
     cls = module.__class__
-    module.__class__ = type(f"Parametrized{cls.__name__}", (cls,),
-                            {"__module__": cls.__module__, "_parametrized_base": cls})
+    namespace = {"__module__": cls.__module__, "_parametrized_base": cls,
+                 "__getstate__": _refuse_pickling}  # PyTorch's: state_dict() only
+    if not hasattr(cls, "__deepcopy__"):  # deepcopy would call __getstate__
+        namespace["__deepcopy__"] = _default_deepcopy
+    module.__class__ = type(f"Parametrized{cls.__name__}", (cls,), namespace)
 
 
 def _inject_property(module, tensor_name):
