@@ -266,3 +266,17 @@ def test_trunc_division_has_zero_gradient_also_at_a_zero_divisor():
         ty = torch.tensor([2.0, 2.0, 0.0], dtype=torch.float64, requires_grad=True)
         torch.div(tx, ty, rounding_mode="trunc").sum().backward()
         assert ty.grad.tolist() == y.grad.tolist()
+
+
+def test_lgamma_and_digamma_of_0d_tensors_near_their_corrections():
+    # the corrected kernels wrote into NumPy's 0-d result (a read-only scalar): TypeError
+    x = cr.tensor(1.0 + 1e-9, requires_grad=True)
+    y = cr.lgamma(x)
+    y.backward()
+    # lgamma(1 + z) = -gamma z + (pi^2 / 12) z^2 + O(z^3), digamma(1 + z) = -gamma +
+    # (pi^2 / 6) z + O(z^2), with z = x - 1 exactly (1.0000000827e-9, not 1e-9)
+    z, gamma = (1.0 + 1e-9) - 1.0, 0.5772156649015329
+    np.testing.assert_allclose(y.item(), -gamma * z + math.pi ** 2 / 12 * z * z, rtol=1e-14)
+    np.testing.assert_allclose(x.grad.item(), -gamma + math.pi ** 2 / 6 * z, rtol=1e-14)
+    assert tuple(y.shape) == () and tuple(x.grad.shape) == ()
+    assert cr.digamma(cr.tensor(-1.5)).item() == pytest.approx(0.7031566406452432, rel=1e-14)

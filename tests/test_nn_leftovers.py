@@ -379,3 +379,18 @@ def test_requires_grad_setter_and_variable_take_torchs_types():
     assert cr.autograd.Variable(cr.ones(2), requires_grad=1).requires_grad
     if torch is not None:
         assert torch.autograd.Variable(torch.ones(2), requires_grad=1).requires_grad
+
+
+def test_top_level_spellings_of_nn_functions():
+    # torch.selu, torch.threshold, torch.dropout(x, p, train), ... are top-level names too
+    x = cr.tensor([[-2.0, -0.25, 0.0, 0.75]])
+    assert cr.threshold(x, 0.5, 9.0).tolist() == [[9.0, 9.0, 9.0, 0.75]]
+    assert cr.hardshrink(x, 0.5).tolist() == [[-2.0, 0.0, 0.0, 0.75]]
+    assert cr.dropout(x, 0.9, False).tolist() == x.tolist()  # train=False: the identity
+    np.testing.assert_allclose(cr.selu(x).numpy(), F.selu(x).numpy())
+    np.testing.assert_allclose(cr.celu(x, 2.0).numpy(),
+                               np.where(x.numpy() > 0, x.numpy(), 2 * np.expm1(x.numpy() / 2)))
+    assert cr.pdist(cr.tensor([[0.0, 0.0], [3.0, 4.0]])).tolist() == [5.0]
+    if torch is not None:
+        tx = torch.tensor(x.numpy())
+        assert torch.threshold(tx, 0.5, 9.0).tolist() == cr.threshold(x, 0.5, 9.0).tolist()

@@ -128,6 +128,7 @@ def _lgamma_kernel(xp, x):
     bad = (xp.abs(x - 1.0) < 0.2) | (xp.abs(x - 2.0) < 0.2) | (xp.abs(x) < 1e-300)
     if x.__class__ is NUMPY.xp.ndarray:  # only the few points that need it
         if bad.any():
+            out = NUMPY.xp.asarray(out).copy()  # (a 0-d input gives a read-only NumPy scalar)
             out[bad] = _lgamma_exact(xp, x[bad])
         return out
     return xp.where(bad, _lgamma_exact(xp, x), out)
@@ -155,6 +156,7 @@ def _digamma_kernel(xp, x):
     bad = (x < 0) & (x != xp.round(x))
     if x.__class__ is NUMPY.xp.ndarray:
         if bad.any():
+            out = NUMPY.xp.asarray(out).copy()  # (a 0-d input gives a read-only NumPy scalar)
             out[bad] = _digamma_reflected(xp, x[bad])
         return out
     return xp.where(bad, _digamma_reflected(xp, xp.where(bad, x, -0.5)), out)
