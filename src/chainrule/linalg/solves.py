@@ -112,6 +112,8 @@ def _sylvester_kernel(A, B, C, prefix=""):
     A = np.broadcast_to(A, batch + A.shape[-2:])
     B = np.broadcast_to(B, batch + B.shape[-2:])
     C = np.broadcast_to(C, batch + C.shape[-2:])
+    if 0 in batch:  # SciPy's solver refuses an empty batch: its solution is empty too
+        return np.empty(C.shape, dtype=np.result_type(A, B, C))
     # A unique solution exists iff A and -B share no eigenvalue.
     la = np.linalg.eigvals(A)
     lb = np.linalg.eigvals(B)
