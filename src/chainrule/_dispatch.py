@@ -461,6 +461,7 @@ def _foreign(op, inputs, attrs):
     datas = []
     arrays = []  # (index, backend) of each array input
     mask = 0
+    python_complex = False  # a Python complex number among the inputs
     for i, x in enumerate(inputs):
         if isinstance(x, Tensor):
             d = x._data
@@ -481,10 +482,12 @@ def _foreign(op, inputs, attrs):
                 d = d.item()  # a 0-d NumPy constant mixes with any backend, as PyTorch's
                 #               0-dim CPU tensors do with CUDA tensors (a Python number)
                 if d.__class__ not in _PY_SCALARS:  # complex
+                    python_complex = True
                     arrays.append((i, NUMPY))
             else:
                 arrays.append((i, NUMPY))
         elif c not in _PY_SCALARS:
+            python_complex = python_complex or c is complex
             try:
                 arrays.append((i, backend_of(d)))
             except TypeError:  # no array (a str, a list): NumPy's kernel says what is wrong
@@ -498,7 +501,7 @@ def _foreign(op, inputs, attrs):
         raise _forward_error(op, inputs, e) from None
     flags = _STATE.flags
     if mask and flags & 1:
-        if any(d.__class__ is complex for d in datas):  # a Python complex number
+        if python_complex:
             _no_complex_grad(op, np.dtype(np.complex128), mask)
         result = _record(op, inputs, datas, attrs, out, mask)
         if backend.lazy and not op.variadic:
