@@ -12,6 +12,7 @@ import numpy as _np
 from . import ops
 from ._compat import *  # noqa: F401,F403
 from ._creation import *  # noqa: F401,F403
+from ._dispatch import name_errors as _name_errors
 from ._methods import install as _install
 from ._state import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from ._table import TABLE
@@ -64,10 +65,8 @@ from .nn.functional import _top_group_norm as group_norm  # noqa: E402,F401
 from .nn.functional import _top_layer_norm as layer_norm  # noqa: E402,F401
 from .nn.functional import (  # noqa: E402,F401  (PyTorch's top-level spellings)
     adaptive_avg_pool1d,
-    alpha_dropout,
     avg_pool1d,
     bilinear,
-    celu,
     celu_,  # noqa: E402,F401
     channel_shuffle,
     conv1d,
@@ -75,25 +74,23 @@ from .nn.functional import (  # noqa: E402,F401  (PyTorch's top-level spellings)
     conv_transpose1d,
     conv_transpose2d,
     cosine_similarity,
-    dropout,
-    feature_alpha_dropout,
-    hardshrink,
     max_pool1d,
     max_pool2d,
     pairwise_distance,
     pdist,
-    pixel_shuffle,
-    pixel_unshuffle,
     prelu,
     relu_,
     rms_norm,
-    rrelu,
     rrelu_,
-    selu,
     selu_,
-    threshold,
     threshold_,
 )
+
+# more of PyTorch's top-level spellings of nn.functional, whose errors name them
+for _name in ("alpha_dropout", "celu", "dropout", "feature_alpha_dropout", "hardshrink",
+              "pixel_shuffle", "pixel_unshuffle", "rrelu", "selu", "threshold"):
+    globals()[_name] = _name_errors(getattr(nn.functional, _name), _name)
+del _name
 
 # Dtypes are NumPy's dtype objects (one per type), so ``x.dtype is chainrule.float32``,
 # ``x.dtype == chainrule.float32`` and dicts keyed by dtype behave as PyTorch's

@@ -219,6 +219,14 @@ def _inplace_variant(fn, op_name):
     return method
 
 
+def _matrix_t_0d(self, name):
+    import warnings
+
+    warnings.warn(f"Tensor.{name} is deprecated on 0-D tensors. This function is the identity "
+                  "in these cases.", UserWarning, stacklevel=3)
+    return self
+
+
 def _H(self):
     """The conjugate transpose of a matrix (real: the transpose), as PyTorch's ``Tensor.H``:
     2-D only (0-D passes through, as in PyTorch)."""
@@ -231,6 +239,13 @@ def _H(self):
 
 def _setitem(self, index, value):
     norm, _ = ops.indexing.normalize_index(index)  # raises for a negative step, as PyTorch
+    shape = np.shape(_data(value))
+    if len(shape) > 1 and shape[0] == 1:
+        # PyTorch drops a value's leading size-1 dims (x[mask] = v of shape (1, 1)); NumPy's
+        # boolean-mask assignment does not: drop them here (recorded, for the gradient)
+        lead = next((i for i, n in enumerate(shape) if n != 1), len(shape))
+        value = (ops.reshape(value, shape[lead:]) if isinstance(value, Tensor) else
+                 np.reshape(value, shape[lead:]))
     if not _inplace.recording(self, value):
         _inplace.check(self, "__setitem__")
         if isinstance(self._data, np.ndarray) and self._data.flags.writeable and (
@@ -592,8 +607,11 @@ def install():
     for name, draw in _RANDOM_FILLS.items():
         setattr(T, name, _random_fill(name, draw))
     T.T = property(lambda self: ops.permute(self, tuple(range(self.ndim))[::-1]))
-    T.mT = property(lambda self: ops.transpose(self, -2, -1))
-    T.mH = property(lambda self: ops.conj(ops.transpose(self, -2, -1)))  # (real: mT)
+    # on a 0-d tensor PyTorch's mT/mH/adjoint are the identity (deprecated, with a warning)
+    T.mT = property(lambda self: _matrix_t_0d(self, "mT") if self.ndim == 0 else
+                    ops.transpose(self, -2, -1))
+    T.mH = property(lambda self: _matrix_t_0d(self, "mH") if self.ndim == 0 else
+                    ops.conj(ops.transpose(self, -2, -1)))  # (real: mT)
     T.H = property(_H)
     # Operators are the ops' own call functions: the hot path of user code.
     T.__add__, T.__sub__, T.__mul__ = ADD.call, SUB.call, MUL.call

@@ -62,9 +62,11 @@ def _einsum_vjp(F, g, needs, operands, parsed):
     terms, out = parsed
     used = set("".join(terms)) | set(out)
     fresh = iter(c for c in string.ascii_letters if c not in used)
-    sizes = {}
+    sizes = {}  # a letter's broadcast size: a size-1 dim broadcasts against the others
     for term, x in zip(terms, operands):
-        sizes.update(zip(term, x.shape))
+        for c, n in zip(term, x.shape):
+            if sizes.get(c, 1) == 1:  # (== is structural for symbolic sizes)
+                sizes[c] = n
     grads = []
     for i, need in enumerate(needs):
         if not need:
@@ -86,7 +88,15 @@ def _einsum_vjp(F, g, needs, operands, parsed):
                 subs.append(c)
                 ops.append(F.ones((sizes[c],), g.dtype))
                 present.add(c)
-        grads.append(F.einsum(",".join(subs) + "->" + target, *ops))
+        gi = F.einsum(",".join(subs) + "->" + target, *ops)
+        shape = tuple(operands[i].shape)
+        if tuple(gi.shape) != shape:  # a letter broadcast between operands (sizes n and 1)
+            from .._engine import sum_to
+
+            gi = sum_to(gi, shape, F)  # this operand's size-1 dims: summed
+            if tuple(gi.shape) != shape:  # the others' size-1 dims: the same for every entry
+                gi = F.expand(gi, shape)
+        grads.append(gi)
     return grads
 
 

@@ -258,8 +258,17 @@ def _split_back(F, g, needs, dim, sizes):
     return out
 
 
+def _row_major(a):
+    """NumPy lays ``concatenate``/``stack`` of broadcast (expanded) inputs out in their
+    order, not row-major; PyTorch's ``cat``/``stack`` always return a contiguous tensor (so
+    ``.view`` of the result works): copy such an output to row-major."""
+    if isinstance(a, np.ndarray) and not a.flags.c_contiguous:
+        return np.ascontiguousarray(a)
+    return a
+
+
 CAT = defop(
-    "cat", xp_kernel(lambda xp, xs, dim, sizes: xp.concat(xs, axis=dim)), ("tensors",),
+    "cat", xp_kernel(lambda xp, xs, dim, sizes: _row_major(xp.concat(xs, axis=dim))), ("tensors",),
     attrs=("dim", "sizes"), variadic=True,
     vjp={"tensors": _split_back},
     jvp={"tensors": lambda F, ts, tensors_shape, dim, sizes: F.cat(
@@ -326,7 +335,8 @@ def _unstack(F, g, needs, dim):
 
 
 STACK = defop(
-    "stack", xp_kernel(lambda xp, xs, dim: xp.stack(xs, axis=dim)), ("tensors",), attrs=("dim",),
+    "stack", xp_kernel(lambda xp, xs, dim: _row_major(xp.stack(xs, axis=dim))), ("tensors",),
+    attrs=("dim",),
     variadic=True,
     vjp={"tensors": _unstack},
     jvp={"tensors": lambda F, ts, tensors_shape, dim: F.stack(
