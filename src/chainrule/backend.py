@@ -87,6 +87,32 @@ class device:
 CPU = device("cpu")
 
 
+def row_major(a):
+    """``a`` laid out row-major (C order): a NumPy array NumPy left in its input's order (a
+    transposed, permuted or expanded input) is copied; anything else is returned as is.
+    PyTorch returns a contiguous tensor from reductions, scans, softmax, gather/scatter,
+    tril/triu, ``cat``/``stack``..., so ``.view`` of their results works: their kernels
+    pass their NumPy results through this (no copy when already C-contiguous)."""
+    if a.__class__ is np.ndarray and not a.flags.c_contiguous:
+        return np.ascontiguousarray(a)
+    return a
+
+
+def dense_copy(a):
+    """A copy of the NumPy array ``a`` as PyTorch's ``clone(preserve_format)`` lays it out:
+    in ``a``'s own order when ``a`` is non-overlapping and dense (transposed, permuted),
+    else row-major (an expanded or strided-with-gaps ``a``)."""
+    f = a.flags
+    if f.c_contiguous or f.f_contiguous:
+        return np.array(a, copy=True, order="K")
+    expected = a.itemsize
+    for stride, n in sorted((abs(s), n) for s, n in zip(a.strides, a.shape) if n != 1):
+        if stride != expected:
+            return np.array(a, copy=True, order="C")
+        expected *= n
+    return np.array(a, copy=True, order="K")
+
+
 def xp_kernel(fn):
     """Mark ``fn(xp, *arrays, *attrs)`` as a forward kernel written against an array
     namespace (it then runs on every backend); a plain callable is a NumPy-only kernel."""
@@ -287,7 +313,7 @@ def _index_put(xp):
 
 
 def _numpy_index_put(x, indices, values, accumulate):
-    out = np.array(x, copy=True)
+    out = dense_copy(x)
     if accumulate:
         np.add.at(out, indices, values)
     else:

@@ -12,7 +12,7 @@ import numpy as np
 from .._dispatch import ShapeError, apply
 from .._table import defop, documented
 from .._tensor import Tensor
-from ..backend import xp_kernel
+from ..backend import row_major, xp_kernel
 from .elementwise import clone
 
 __all__ = ["matmul", "mm", "mv", "bmm", "dot", "inner", "outer", "trace", "diag", "diagonal",
@@ -243,14 +243,14 @@ def diag(input, diagonal=0):
 
 
 TRIL = defop(
-    "tril", xp_kernel(lambda xp, x, k: xp.tril(x, k=k)), ("self",), attrs=("diagonal",),
+    "tril", xp_kernel(lambda xp, x, k: row_major(xp.tril(x, k=k))), ("self",), attrs=("diagonal",),
     vjp={"self": lambda F, g, diagonal: F.tril(g, diagonal)},
     jvp={"self": lambda F, t, diagonal: F.tril(t, diagonal)},
     math={"self": "grad_X = tril(grad, k)", "out": "dY = tril(dX, k)"},
     source="a masking projection: self-adjoint",
 )
 TRIU = defop(
-    "triu", xp_kernel(lambda xp, x, k: xp.triu(x, k=k)), ("self",), attrs=("diagonal",),
+    "triu", xp_kernel(lambda xp, x, k: row_major(xp.triu(x, k=k))), ("self",), attrs=("diagonal",),
     vjp={"self": lambda F, g, diagonal: F.triu(g, diagonal)},
     jvp={"self": lambda F, t, diagonal: F.triu(t, diagonal)},
     math={"self": "grad_X = triu(grad, k)", "out": "dY = triu(dX, k)"},

@@ -14,7 +14,7 @@ from .. import _ns
 from .._dispatch import ShapeError, apply
 from .._table import defop, documented
 from .._tensor import Tensor, wrap
-from ..backend import backend_of, dtype_kind, numpy_dtype, on_device_of, xp_kernel
+from ..backend import backend_of, dtype_kind, numpy_dtype, on_device_of, row_major, xp_kernel
 from ._dims import wrap_dim
 
 __all__ = ["softmax", "log_softmax", "cross_entropy"]
@@ -25,7 +25,7 @@ def _softmax(xp, x, dim):
     if x.size == 0:  # max has no identity; an empty softmax is empty
         return x * 1
     e = xp.exp(x - xp.max(x, axis=dim, keepdims=True))
-    return e / xp.sum(e, axis=dim, keepdims=True)
+    return row_major(e / xp.sum(e, axis=dim, keepdims=True))
 
 
 @xp_kernel
@@ -33,7 +33,7 @@ def _log_softmax(xp, x, dim):
     if x.size == 0:
         return x * 1
     z = x - xp.max(x, axis=dim, keepdims=True)
-    return z - xp.log(xp.sum(xp.exp(z), axis=dim, keepdims=True))
+    return row_major(z - xp.log(xp.sum(xp.exp(z), axis=dim, keepdims=True)))
 
 
 def softmax_array(x, dim):

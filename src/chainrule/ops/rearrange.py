@@ -209,7 +209,10 @@ def repeat(input, *sizes):
     x = reshape(x, tuple(r * n for r, n in zip(sizes, shape)))
     # PyTorch's repeat always makes a new tensor: repeating once, or repeats the reshape
     # could express as a view of the expanded input (a 0 stride: (1, 3) repeated (2, 1, 1)),
-    # would otherwise alias the input, and a write into the result would change it
+    # would otherwise alias the input, and a write into the result would change it;
+    # the copy is row-major, as PyTorch's (a transposed input's views keep its layout)
+    if not x.is_contiguous():
+        return x.contiguous()
     if all(r == 1 for r in sizes) or 0 in getattr(x._data, "strides", ()):
         return clone(x)
     return x

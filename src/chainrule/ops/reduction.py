@@ -18,7 +18,7 @@ from .._creation import zeros
 from .._dispatch import apply, name_errors
 from .._table import Singular, defop, documented
 from .._tensor import Tensor
-from ..backend import backend_of, dtype_kind, numpy_dtype, on_device_of, xp_kernel
+from ..backend import backend_of, dtype_kind, numpy_dtype, on_device_of, row_major, xp_kernel
 from ._dims import number_arg, wrap_dim, wrap_dims
 from .elementwise import keep
 
@@ -83,7 +83,8 @@ def _signed(xp, x, out):
 
 SUM = defop(
     "sum",
-    xp_kernel(lambda xp, x, dim, keepdim: _signed(xp, x, xp.sum(x, axis=dim, keepdims=keepdim))),
+    xp_kernel(lambda xp, x, dim, keepdim: _signed(
+        xp, x, row_major(xp.sum(x, axis=dim, keepdims=keepdim)))),
     ("self",),
     attrs=("dim", "keepdim"),
     vjp={"self": lambda F, g, self_shape, dim, keepdim:
@@ -94,7 +95,8 @@ SUM = defop(
 )
 MEAN = defop(
     "mean",
-    xp_kernel(lambda xp, x, dim, keepdim: xp.mean(x, axis=dim, keepdims=keepdim)), ("self",),
+    xp_kernel(lambda xp, x, dim, keepdim: row_major(xp.mean(x, axis=dim, keepdims=keepdim))),
+    ("self",),
     attrs=("dim", "keepdim"),
     vjp={"self": lambda F, g, self_shape, dim, keepdim:
          _unreduce(F, g, self_shape, dim, keepdim) / _count(self_shape, dim)},
@@ -119,7 +121,8 @@ def _prod_jvp(F, t, self, out, dim, keepdim, self_shape):
 
 PROD = defop(
     "prod",
-    xp_kernel(lambda xp, x, dim, keepdim: _signed(xp, x, xp.prod(x, axis=dim, keepdims=keepdim))),
+    xp_kernel(lambda xp, x, dim, keepdim: _signed(
+        xp, x, row_major(xp.prod(x, axis=dim, keepdims=keepdim)))),
     ("self",),
     attrs=("dim", "keepdim"),
     vjp={"self": _prod_vjp}, jvp={"self": _prod_jvp},
@@ -138,8 +141,8 @@ def _select_mask(F, self, out, dim, keepdim, self_shape):
 def _extreme(name, kernel, word):
     """amax / amin: the gradient goes to the extreme entries, shared evenly among ties."""
     return defop(
-        name, xp_kernel(lambda xp, x, dim, keepdim: getattr(xp, kernel)(
-            x, axis=dim, keepdims=keepdim)), ("self",),
+        name, xp_kernel(lambda xp, x, dim, keepdim: row_major(getattr(xp, kernel)(
+            x, axis=dim, keepdims=keepdim))), ("self",),
         attrs=("dim", "keepdim"),
         vjp={"self": lambda F, g, self, out, dim, keepdim, self_shape: _unreduce(
             F, g, self_shape, dim, keepdim) * _select_mask(F, self, out, dim, keepdim,
@@ -161,8 +164,8 @@ def _arg_reduce(argname, valname):
     def forward(xp, x, dim, keepdim):
         (d,) = dim
         # the value at the first arg-extreme is the extreme itself (NaN included)
-        return (getattr(xp, valname)(x, axis=d, keepdims=keepdim),
-                getattr(xp, argname)(x, axis=d, keepdims=keepdim))
+        return (row_major(getattr(xp, valname)(x, axis=d, keepdims=keepdim)),
+                row_major(getattr(xp, argname)(x, axis=d, keepdims=keepdim)))
 
     return forward
 
@@ -208,8 +211,8 @@ def _centered(F, self, dim):
 
 
 VAR = defop(
-    "var", xp_kernel(lambda xp, x, dim, correction, keepdim: xp.var(
-        x, axis=dim, correction=correction, keepdims=keepdim)),
+    "var", xp_kernel(lambda xp, x, dim, correction, keepdim: row_major(xp.var(
+        x, axis=dim, correction=correction, keepdims=keepdim))),
     ("self",), attrs=("dim", "correction", "keepdim"),
     vjp={"self": lambda F, g, self, dim, correction, keepdim, self_shape:
          _unreduce(F, g, self_shape, dim, keepdim) * (2.0 * _inv_dof(self_shape, dim,
@@ -246,8 +249,8 @@ def _std_jvp(F, t, self, out, dim, correction, keepdim):
 
 
 STD = defop(
-    "std", xp_kernel(lambda xp, x, dim, correction, keepdim: xp.std(
-        x, axis=dim, correction=correction, keepdims=keepdim)),
+    "std", xp_kernel(lambda xp, x, dim, correction, keepdim: row_major(xp.std(
+        x, axis=dim, correction=correction, keepdims=keepdim))),
     ("self",), attrs=("dim", "correction", "keepdim"),
     vjp={"self": _std_vjp}, jvp={"self": _std_jvp},
     math={"self": "grad_x = grad * (x - mean(x)) / ((n - correction) std)  (0 where std = 0)",
@@ -264,7 +267,7 @@ def _logsumexp(xp, x, dim, keepdim):
         m = xp.sum(x, axis=dim, keepdims=True)
     m = xp.where(xp.isfinite(m), m, xp.zeros_like(m))
     s = xp.log(xp.sum(xp.exp(x - m), axis=dim, keepdims=keepdim))
-    return s + xp.reshape(m, s.shape)
+    return row_major(s + xp.reshape(m, s.shape))
 
 
 def _lse_weights(F, self, out, dim, keepdim, self_shape):
@@ -288,6 +291,10 @@ LOGSUMEXP = defop(
 
 @xp_kernel
 def _vector_norm(xp, x, ord, dim, keepdim):
+    return row_major(_vector_norm_of(xp, x, ord, dim, keepdim))
+
+
+def _vector_norm_of(xp, x, ord, dim, keepdim):
     a = xp.abs(x)
     kw = dict(axis=dim, keepdims=keepdim)
     if ord == 2:
@@ -823,7 +830,8 @@ def count_nonzero(input, dim=None):
     data = input._data if isinstance(input, Tensor) else np.asarray(input)
     xp = backend_of(data).xp
     dims = _dims(dim, data.ndim, "count_nonzero")
-    return wrap(xp.astype(xp.sum(xp.astype(data != 0, xp.int64), axis=dims), xp.int64))
+    return wrap(row_major(xp.astype(xp.sum(xp.astype(data != 0, xp.int64), axis=dims),
+                                    xp.int64)))
 
 
 aminmax_return = collections.namedtuple("aminmax", ["min", "max"])

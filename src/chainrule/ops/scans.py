@@ -17,7 +17,7 @@ from .. import _ns
 from .._dispatch import apply, name_errors
 from .._table import TABLE, defop, documented
 from .._tensor import Tensor
-from ..backend import backend_of, dtype_kind, on_device_of, xp_kernel
+from ..backend import backend_of, dtype_kind, on_device_of, row_major, xp_kernel
 from ._dims import wrap_dim
 
 __all__ = ["cumsum", "cumprod", "logcumsumexp", "cummax", "cummin"]
@@ -226,7 +226,7 @@ def _revcumsum(F, g, dim):
 
 
 CUMSUM = defop(
-    "cumsum", xp_kernel(lambda xp, x, dim: _cumsum_xp(xp, x, dim)), ("self",),
+    "cumsum", xp_kernel(lambda xp, x, dim: row_major(_cumsum_xp(xp, x, dim))), ("self",),
     attrs=("dim",),
     vjp={"self": lambda F, g, dim: _revcumsum(F, g, dim)},
     jvp={"self": lambda F, t, dim: F.cumsum(t, dim)},
@@ -273,7 +273,7 @@ def _cumprod_jvp(F, t, self, out, dim):
 
 
 CUMPROD = defop(
-    "cumprod", xp_kernel(lambda xp, x, dim: _cumprod_xp(xp, x, dim)), ("self",),
+    "cumprod", xp_kernel(lambda xp, x, dim: row_major(_cumprod_xp(xp, x, dim))), ("self",),
     attrs=("dim",),
     vjp={"self": _cumprod_vjp}, jvp={"self": _cumprod_jvp},
     math={"self": "grad_x_i = sum_{k >= i} grad_k y_k / x_i (no zeros); with a first zero at z: "
@@ -313,7 +313,8 @@ def _lcse_jvp(F, t, self, out, dim):
 
 
 LOGCUMSUMEXP = defop(
-    "logcumsumexp", xp_kernel(lambda xp, x, dim: _logcumsumexp_xp(xp, x, dim)), ("self",),
+    "logcumsumexp", xp_kernel(lambda xp, x, dim: row_major(_logcumsumexp_xp(xp, x, dim))),
+    ("self",),
     attrs=("dim",),
     vjp={"self": _lcse_vjp}, jvp={"self": _lcse_jvp},
     math={"self": "grad_x_i = sum_{k >= i} grad_k exp(x_i - y_k), in log space: "
@@ -348,7 +349,7 @@ def _cumextreme(xp, x, dim, name):
         indices = np.maximum.accumulate(marks, axis=dim)
     else:
         indices = _running(xp, marks, dim, xp.maximum)
-    return values, xp.astype(indices, xp.int64)
+    return row_major(values), row_major(xp.astype(indices, xp.int64))
 
 
 def _cum_vjp(F, g, self_shape, out, dim):

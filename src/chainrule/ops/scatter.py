@@ -30,7 +30,7 @@ from .._creation import as_tensor
 from .._dispatch import apply, name_errors
 from .._table import defop, documented
 from .._tensor import Tensor
-from ..backend import NUMPY, backend_of, beside, numpy_dtype, xp_kernel
+from ..backend import NUMPY, backend_of, beside, numpy_dtype, row_major, xp_kernel
 from .elementwise import mul, where
 from .indexing import _on_data_device, getitem, index_put
 from .shape import broadcast_to, reshape
@@ -154,7 +154,7 @@ def _reduce_jvp_src(F, t, self, src, out, at, src_at, reduce, keep, count, self_
 _TRANSPOSE = "a selection is linear; its transpose scatters back, adding at repeated indices"
 
 GATHER = defop(
-    "gather", xp_kernel(lambda xp, x, at: x[at]), ("self",), attrs=("at",),
+    "gather", xp_kernel(lambda xp, x, at: row_major(x[at])), ("self",), attrs=("at",),
     vjp={"self": lambda F, g, self_shape, at: _scatter_add_into(F, self_shape, at, g)},
     jvp={"self": lambda F, t, at: t[at]},
     math={"self": "grad_x = zeros(x.shape).scatter_add(dim, index, grad) (repeats add up)",
@@ -162,8 +162,8 @@ GATHER = defop(
     source=_TRANSPOSE + " (PyTorch derivatives.yaml: gather -> scatter_add)",
 )
 SCATTER = defop(
-    "scatter", xp_kernel(lambda xp, x, src, at, src_at: xp.index_put(
-        x, at, _part(src, src_at), False)), ("self", "src"), attrs=("at", "src_at"),
+    "scatter", xp_kernel(lambda xp, x, src, at, src_at: row_major(xp.index_put(
+        x, at, _part(src, src_at), False))), ("self", "src"), attrs=("at", "src_at"),
     vjp={"self": lambda F, g, at: F.index_put(g, at, 0.0, False),
          "src": lambda F, g, src_shape, at, src_at: _place(F, g[at], src_shape, src_at)},
     jvp={"self": lambda F, t, at: F.index_put(t, at, 0.0, False),
@@ -177,8 +177,8 @@ SCATTER = defop(
            "scatter.src; with repeated indices, the derivative of the last write)",
 )
 SCATTER_ADD = defop(
-    "scatter_add", xp_kernel(lambda xp, x, src, at, src_at: xp.index_put(
-        x, at, _part(src, src_at), True)), ("self", "src"), attrs=("at", "src_at"),
+    "scatter_add", xp_kernel(lambda xp, x, src, at, src_at: row_major(xp.index_put(
+        x, at, _part(src, src_at), True))), ("self", "src"), attrs=("at", "src_at"),
     vjp={"self": lambda F, g: g,
          "src": lambda F, g, src_shape, at, src_at: _place(F, g[at], src_shape, src_at)},
     jvp={"self": lambda F, t: t,
@@ -204,6 +204,10 @@ _UFUNCS = {"prod": np.multiply, "amax": np.maximum, "amin": np.minimum}
 
 
 def _scatter_reduce_kernel(xp, x, src, at, src_at, reduce, keep, count):
+    return row_major(_scatter_reduce_of(xp, x, src, at, src_at, reduce, keep, count))
+
+
+def _scatter_reduce_of(xp, x, src, at, src_at, reduce, keep, count):
     values = _part(src, src_at)
     if reduce in ("sum", "mean"):
         base = x if keep is None else xp.where(keep, x, xp.zeros_like(x))
@@ -544,6 +548,7 @@ def index_add(input, dim, index, source, *, alpha=1):
     _bounds(idx, input.shape[d] if input.ndim else 1, d, "index_add")
     if alpha != 1:
         source = mul(source, alpha)
+    input = input.contiguous()  # PyTorch's result is contiguous (index_put keeps a layout)
     if input.ndim == 0:
         return index_put(input, (Ellipsis,), source.sum(), accumulate=True)
     return index_put(input, _along(d, input.ndim, idx), source, accumulate=True)
@@ -561,6 +566,7 @@ def index_copy(input, dim, index, source):
                         f"{_host(index).dtype}")
     _check_source(input, d, idx, source, "index_copy")
     _same_dtype(input, source, "index_copy")
+    input = input.contiguous()  # PyTorch's result is contiguous (index_put keeps a layout)
     if input.ndim == 0:
         _bounds(idx, 1, 0, "index_copy")
         return index_put(input, (Ellipsis,), reshape(source, ()))
@@ -628,6 +634,13 @@ def masked_fill(input, mask, value):
         mask = _beside(mask, input)
     if numpy_dtype(input.dtype).kind in "iub":  # PyTorch: the value takes input's dtype
         value = _cast_value(value, input)
+    data = input._data
+    if data.__class__ is np.ndarray and not data.flags.c_contiguous:
+        # PyTorch's result is contiguous; NumPy's where follows its inputs' layout unless
+        # a full row-major condition outvotes a transposed or expanded input
+        m = mask._data if isinstance(mask, Tensor) else mask
+        if m.__class__ is np.ndarray:
+            mask = np.ascontiguousarray(np.broadcast_to(m, np.broadcast_shapes(mshape, shape)))
     return where(mask, value, input)
 
 
@@ -684,7 +697,8 @@ def masked_scatter(input, mask, source):
     flat = reshape(source, (-1,))
     if k < n:
         flat = getitem(flat, slice(0, k))
-    return index_put(input, (m,), flat)
+    # PyTorch's result is contiguous (index_put keeps a transposed input's layout)
+    return index_put(input.contiguous(), (m,), flat)
 
 
 def take(input, index):

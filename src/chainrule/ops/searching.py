@@ -20,7 +20,7 @@ from .._creation import _make, _result_type, get_default_dtype
 from .._dispatch import edge, name_errors
 from .._node import DelayedError
 from .._tensor import Tensor, _fill, wrap
-from ..backend import backend_of, beside, numpy_dtype, on_device_of
+from ..backend import backend_of, beside, numpy_dtype, on_device_of, row_major
 
 __all__ = ["nonzero", "argwhere", "unique", "unique_consecutive", "bincount", "histc",
            "searchsorted", "bucketize", "isin", "tril_indices", "triu_indices", "logical_and",
@@ -408,7 +408,7 @@ def _reduce_truth(name):
         r = getattr(xp, name)(d, axis=axis, keepdims=keepdim)
         if np.dtype(numpy_dtype(d.dtype)) == np.uint8:  # PyTorch keeps uint8 for uint8
             r = r.astype(np.uint8) if xp is np else xp.astype(r, xp.uint8)
-        return wrap(np.asarray(r) if xp is np else r)
+        return wrap(row_major(np.asarray(r)) if xp is np else r)
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = (f"Whether {name} entries are nonzero, over ``dim`` (an int, a tuple, or "

@@ -15,6 +15,7 @@ from .._dispatch import ShapeError, apply
 from .._table import defop, documented
 from .._tensor import Tensor
 from ..backend import ChunkedShape, backend_of, xp_kernel
+from ..backend import row_major as _row_major  # NumPy keeps broadcast inputs' order
 from ._dims import DimensionError, wrap_dim, wrap_dims
 
 __all__ = ["reshape", "view", "flatten", "transpose", "swapaxes", "t", "permute", "squeeze",
@@ -256,15 +257,6 @@ def _split_back(F, g, needs, dim, sizes):
         out.append(g[(slice(None),) * dim + (slice(start, start + n), ...)] if need else None)
         start += n
     return out
-
-
-def _row_major(a):
-    """NumPy lays ``concatenate``/``stack`` of broadcast (expanded) inputs out in their
-    order, not row-major; PyTorch's ``cat``/``stack`` always return a contiguous tensor (so
-    ``.view`` of the result works): copy such an output to row-major."""
-    if isinstance(a, np.ndarray) and not a.flags.c_contiguous:
-        return np.ascontiguousarray(a)
-    return a
 
 
 CAT = defop(

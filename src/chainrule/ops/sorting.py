@@ -26,7 +26,7 @@ from .._dispatch import apply, name_errors
 from .._state import STATE
 from .._table import defop, documented
 from .._tensor import Tensor
-from ..backend import beside, dtype_kind, on_device_of, xp_kernel
+from ..backend import beside, dtype_kind, on_device_of, row_major, xp_kernel
 from ._dims import wrap_dim
 from .elementwise import keep
 from .scans import _data, _take_along
@@ -131,7 +131,8 @@ def _median_kernel(xp, x, dim, keepdim, args):
         pos = xp.where(nans == n, 0, (n - nans - 1) // 2)
     else:  # NaN when there is one: the first NaN, which sorts at n - #NaN
         pos = xp.where(nans > 0, n - nans, xp.zeros_like(nans) + (n - 1) // 2)
-    return _pick(xp, x, idx, xp.astype(pos, xp.int64), dim, keepdim)
+    values, idx = _pick(xp, x, idx, xp.astype(pos, xp.int64), dim, keepdim)
+    return row_major(values), row_major(idx)
 
 
 # --- rules -----------------------------------------------------------------------------
