@@ -394,3 +394,49 @@ def test_top_level_spellings_of_nn_functions():
     if torch is not None:
         tx = torch.tensor(x.numpy())
         assert torch.threshold(tx, 0.5, 9.0).tolist() == cr.threshold(x, 0.5, 9.0).tolist()
+
+
+def test_dropout2d_masks_as_torch_2_13_for_each_rank():
+    # feature_dropout on the input as given: (N, C) drops single entries (it dropped whole
+    # rows: whole samples), (N, C, L) drops (n, c) rows (it dropped whole dim-0 slices),
+    # (N, C, H, W) drops (n, c) planes
+    import warnings
+
+    cr.manual_seed(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        z2 = (F.dropout2d(cr.ones(200, 64), 0.5, training=True) == 0).numpy()
+        z3 = (F.dropout2d(cr.ones(4, 50, 6), 0.5, training=True) == 0).numpy()
+    z4 = (F.dropout2d(cr.ones(4, 50, 3, 3), 0.5, training=True) == 0).numpy()
+    assert not (z2.all(1) | ~z2.any(1)).any()  # no row is all kept or all dropped
+    assert (z3.all(2) | ~z3.any(2)).all()  # each (n, c) row is one draw
+    assert not (z3.reshape(4, -1).all(1) | ~z3.reshape(4, -1).any(1)).any()
+    assert (z4.reshape(4, 50, -1).all(2) | ~z4.reshape(4, 50, -1).any(2)).all()
+    assert 0.4 < z2.mean() < 0.6
+    with pytest.warns(UserWarning, match="Received a 2-D input to dropout2d"):
+        F.dropout2d(cr.ones(3, 4), 0.5, training=True)
+    with pytest.raises(RuntimeError, match="at least 2 dimensions"):
+        F.dropout2d(cr.ones(5), 0.5, training=True)
+
+
+def test_common_script_imports_and_device_queries():
+    # import torch.backends.cudnn as cudnn / torch.distributed as dist, torch.accelerator,
+    # Tensor.is_xpu, nn.DataParallel (one device: the module itself)
+    import chainrule.backends.cudnn as cudnn
+    import chainrule.distributed as dist
+
+    from chainrule.nn.parallel import DistributedDataParallel
+
+    cudnn.benchmark = True
+    assert cr.backends.cudnn.benchmark is True
+    cudnn.benchmark = False
+    assert dist.is_available() is False
+    assert cr.accelerator.is_available() == cr.cuda.is_available()
+    assert cr.zeros(2).is_xpu is False and cr.zeros(2).is_mps is False
+    lin = nn.Linear(3, 2)
+    dp = nn.DataParallel(lin)
+    x = cr.ones(1, 3)
+    assert dp(x).tolist() == lin(x).tolist()
+    assert list(dp.state_dict()) == ["module.weight", "module.bias"]
+    with pytest.raises(RuntimeError, match="no torch.distributed"):
+        DistributedDataParallel(lin)

@@ -34,7 +34,7 @@ __all__ = ["is_tensor", "is_floating_point", "is_nonzero", "inference_mode",
            "set_rng_state", "save", "load", "serialization", "use_deterministic_algorithms",
            "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled",
            "set_deterministic_debug_mode", "get_deterministic_debug_mode", "random", "compile",
-           "cuda", "backends", "jit",
+           "cuda", "backends", "jit", "accelerator", "distributed",
            "set_num_threads", "get_num_threads", "set_num_interop_threads",
            "get_num_interop_threads", "set_default_device", "get_default_device", "autocast",
            "set_float32_matmul_precision", "get_float32_matmul_precision"]
@@ -665,6 +665,39 @@ backends = SimpleNamespace(
     mps=SimpleNamespace(is_available=lambda: False, is_built=lambda: False),
     cuda=SimpleNamespace(matmul=SimpleNamespace(allow_tf32=False)),
 )
+
+
+def _current_accelerator(check_available=False):
+    return _device("cuda") if _cuda_available() else None
+
+
+accelerator = SimpleNamespace(
+    is_available=_cuda_available, device_count=_cuda_count,
+    current_accelerator=_current_accelerator, synchronize=lambda device=None: (
+        _cuda_synchronize() if _cuda_available() else None))
+accelerator.__doc__ = ("``torch.accelerator``: the accelerator is CUDA through CuPy when a "
+                       "GPU is seen (as ``chainrule.cuda``), else none.")
+
+
+def _distributed_available():
+    return False
+
+
+def _distributed_initialized():
+    return False
+
+
+distributed = SimpleNamespace(is_available=_distributed_available,
+                              is_initialized=_distributed_initialized)
+distributed.__doc__ = ("``torch.distributed``'s queries only: chainrule has no process "
+                       "groups (is_available() is False); scale out with Dask instead.")
+
+# ``import torch.backends.cudnn as cudnn`` and ``import torch.distributed as dist`` (at the
+# top of many scripts) find these namespaces as modules
+for _name, _ns_obj in (("backends", backends), ("backends.cudnn", backends.cudnn),
+                       ("backends.mps", backends.mps), ("backends.cuda", backends.cuda),
+                       ("accelerator", accelerator), ("distributed", distributed)):
+    sys.modules.setdefault(f"{__package__}.{_name}", _ns_obj)
 
 jit = SimpleNamespace(script=lambda obj, *args, **kwargs: obj,
                       trace=lambda func, example_inputs=None, *args, **kwargs: func,

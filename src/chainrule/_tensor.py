@@ -378,6 +378,9 @@ class Tensor:
     def is_cuda(self):
         return self.device.type == "cuda"
 
+    # PyTorch's other device kinds and layouts, which chainrule does not have
+    is_xpu = is_mps = is_meta = is_sparse = is_quantized = is_mkldnn = False
+
     # --- autograd state --------------------------------------------------------------
     @property
     def requires_grad(self):

@@ -10,7 +10,7 @@ Everything is composed of chainrule's differentiable ops (no new derivative rule
 gradients of any order, ``chainrule.func`` transforms and ``gradcheck`` work through it.
 """
 
-from . import _module, functional, init, utils
+from . import _module, functional, init, parallel, utils
 from . import conv as _conv
 from . import conv_more as _conv_more
 from . import modules as _modules_file
@@ -33,6 +33,7 @@ from .modules import *  # noqa: F401,F403
 from .modules import __all__ as _modules_all
 from .modules_more import *  # noqa: F401,F403
 from .modules_more import __all__ as _modules_more_all
+from .parallel import DataParallel
 from .rnn import *  # noqa: F401,F403
 from .rnn import __all__ as _rnn_all
 from .transformer import *  # noqa: F401,F403
@@ -52,7 +53,8 @@ for _name in _conv_more.FUNCTIONAL:  # conv_transpose2d, interpolate, ...: likew
     setattr(functional, _name, getattr(_conv_more, _name))
     functional.__all__.append(_name)
 
-__all__ = ["functional", "init", "utils", "functional_call", "Parameter", "Buffer", "Module",
-           "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict",
+__all__ = ["functional", "init", "parallel", "utils", "functional_call", "Parameter", "Buffer",
+           "Module", "DataParallel", "Sequential", "ModuleList", "ModuleDict", "ParameterList",
+           "ParameterDict",
            *_modules_all, *_modules_more_all, *_conv_all, *_conv_more_all, *_rnn_all,
            *_transformer_all]

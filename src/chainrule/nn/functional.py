@@ -1541,9 +1541,33 @@ def _channel_dropout(input, p, training, fname, batched_ndim):
 
 
 def dropout2d(input, p=0.5, training=True, inplace=False):
-    """Zero whole channels (dim 1 of (N, C, H, W); dim 0 of (C, H, W)) with probability
-    ``p``, the rest scaled by ``1 / (1 - p)``, when ``training``."""
-    return _channel_dropout(input, p, training, "dropout2d", 4)
+    """Zero whole channels (dim 1 of (N, C, H, W)) with probability ``p``, the rest scaled
+    by ``1 / (1 - p)``, when ``training``; as PyTorch 2.13's ``feature_dropout`` on the input
+    as given: a 3-D input is (N, C, L) (dropout1d's behaviour, with PyTorch's warning), a
+    2-D one (N, C) drops single entries (with PyTorch's deprecation warning).
+
+    Raises ValueError for ``p`` outside [0, 1]; RuntimeError for fewer than 2 dims when
+    ``training``."""
+    ndim = len(_shape(input))
+    if ndim not in (3, 4):
+        warnings.warn(f"dropout2d: Received a {ndim}-D input to dropout2d, which is "
+                      "deprecated and will result in an error in a future release. To retain "
+                      "the behavior and silence this warning, please use dropout instead. "
+                      "Note that dropout2d exists to provide channel-wise dropout on inputs "
+                      "with 2 spatial dimensions, a channel dimension, and an optional batch "
+                      "dimension (i.e. 3D or 4D inputs).", stacklevel=2)
+    if ndim == 3:
+        warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that "
+                      "channel-wise 1D dropout behavior is desired - input is interpreted as "
+                      "shape (N, C, L), where C is the channel dim. This behavior will change "
+                      "in a future release to interpret the input as one without a batch "
+                      "dimension, i.e. shape (C, H, W). To maintain the 1D channel-wise "
+                      "dropout behavior, please switch to using dropout1d instead.",
+                      stacklevel=2)
+    if ndim < 2 and training and _check_p(p, "dropout2d") > 0:
+        raise RuntimeError("dropout2d: Feature dropout requires at least 2 dimensions in the "
+                           f"input, got shape {list(_shape(input))}")
+    return _channel_dropout(input, p, training, "dropout2d", ndim)  # (N, C, 1, ...) mask
 
 
 def dropout3d(input, p=0.5, training=True, inplace=False):
