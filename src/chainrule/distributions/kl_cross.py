@@ -102,12 +102,6 @@ def _kl_beta_uniform(p, q):
     return _inf_where((q.low > 0.0) | (q.high < 1.0), result)
 
 
-@register_kl(Exponential, Beta)
-@register_kl(Exponential, Uniform)
-def _kl_exponential_infinity(p, q):
-    return _infinite_like(p.rate)
-
-
 @register_kl(Exponential, Gumbel)
 def _kl_exponential_gumbel(p, q):
     scale_rate_prod = p.rate * q.scale
@@ -127,12 +121,6 @@ def _kl_exponential_normal(p, q):
     t3 = q.loc / p.rate
     t4 = q.loc ** 2 * 0.5
     return t1 - 1 + (t2 - t3 + t4) / var_normal
-
-
-@register_kl(Gamma, Beta)
-@register_kl(Gamma, Uniform)
-def _kl_gamma_infinity(p, q):
-    return _infinite_like(p.concentration)
 
 
 @register_kl(Gamma, Gumbel)
@@ -158,14 +146,6 @@ def _kl_gamma_normal(p, q):
     return t1 + (c - 1) * _ops.digamma(c) + (t2 - t3 + t4) / var_normal
 
 
-@register_kl(Gumbel, Beta)
-@register_kl(Gumbel, Exponential)
-@register_kl(Gumbel, Gamma)
-@register_kl(Gumbel, Uniform)
-def _kl_gumbel_infinity(p, q):
-    return _infinite_like(p.loc)
-
-
 @register_kl(Gumbel, Normal)
 def _kl_gumbel_normal(p, q):
     param_ratio = p.scale / q.scale
@@ -173,14 +153,6 @@ def _kl_gumbel_normal(p, q):
     t2 = (math.pi * param_ratio * 0.5) ** 2 / 3
     t3 = ((p.loc + p.scale * _EULER_GAMMA - q.loc) / q.scale) ** 2 * 0.5
     return -t1 + t2 + t3 - (_EULER_GAMMA + 1)
-
-
-@register_kl(Laplace, Beta)
-@register_kl(Laplace, Exponential)
-@register_kl(Laplace, Gamma)
-@register_kl(Laplace, Uniform)
-def _kl_laplace_infinity(p, q):
-    return _infinite_like(p.loc)
 
 
 @register_kl(Normal, Laplace)
@@ -206,14 +178,6 @@ def _kl_laplace_normal(p, q):
     return -t1 + scale_sqr_var_ratio + (t2 - t3 + t4) / var_normal - 1
 
 
-@register_kl(Normal, Beta)
-@register_kl(Normal, Exponential)
-@register_kl(Normal, Gamma)
-@register_kl(Normal, Uniform)
-def _kl_normal_infinity(p, q):
-    return _infinite_like(p.loc)
-
-
 @register_kl(Normal, Gumbel)
 def _kl_normal_gumbel(p, q):
     mean_scale_ratio = p.loc / q.scale
@@ -223,12 +187,6 @@ def _kl_normal_gumbel(p, q):
     t2 = mean_scale_ratio - loc_scale_ratio
     t3 = _ops.exp(-mean_scale_ratio + 0.5 * var_scale_sqr_ratio + loc_scale_ratio)
     return -t1 + t2 + t3 - (0.5 * (1 + math.log(2 * math.pi)))
-
-
-@register_kl(Poisson, Bernoulli)
-@register_kl(Poisson, Binomial)
-def _kl_poisson_infinity(p, q):
-    return _infinite_like(p.rate)
 
 
 @register_kl(Uniform, Beta)
@@ -269,3 +227,17 @@ def _kl_uniform_gumbel(p, q):
     t1 = _ops.log(common) + 0.5 * (high_loc_diff + low_loc_diff)
     t2 = common * (_ops.exp(-high_loc_diff) - _ops.exp(-low_loc_diff))
     return t1 - t2
+
+
+def _kl_infinite(p, q):
+    """``p`` has mass where ``q`` has none (a support that is not inside q's): the KL
+    divergence is infinite, shaped like p's batch (PyTorch's ``_kl_*_infinity``)."""
+    return _infinite_like(p.mean)
+
+
+for _p, _q in ((Exponential, Beta), (Exponential, Uniform), (Gamma, Beta), (Gamma, Uniform),
+               (Gumbel, Beta), (Gumbel, Exponential), (Gumbel, Gamma), (Gumbel, Uniform),
+               (Laplace, Beta), (Laplace, Exponential), (Laplace, Gamma), (Laplace, Uniform),
+               (Normal, Beta), (Normal, Exponential), (Normal, Gamma), (Normal, Uniform),
+               (Poisson, Bernoulli), (Poisson, Binomial)):
+    register_kl(_p, _q)(_kl_infinite)
