@@ -338,3 +338,35 @@ def test_function_backward_broadcast_gradient_is_summed_back():
             for a, b in zip(_function_broadcast_grad(cr, cg),
                             _function_broadcast_grad(torch, cg)):
                 assert (a is None and b is None) or np.allclose(a, b)
+
+
+def test_numpy_under_no_grad_and_gradgradcheck_of_a_once_differentiable_backward():
+    # x.numpy() of a tensor that requires grad is allowed with grad mode off (a custom
+    # Function's forward calling NumPy, as torch.func's tutorial does); gradgradcheck with
+    # raise_exception=False returns False for a backward marked @once_differentiable
+    from chainrule.autograd import Function, once_differentiable
+
+    x = cr.tensor([1.0, 2.0], requires_grad=True)
+    with cr.no_grad():
+        assert x.numpy().tolist() == [1.0, 2.0]
+    with pytest.raises(RuntimeError, match="requires grad"):
+        x.numpy()
+
+    class SquareOnce(Function):
+        @staticmethod
+        def forward(ctx, v):
+            ctx.save_for_backward(v)
+            return cr.tensor(np.square(v.numpy()))  # NumPy in forward (grad mode is off)
+
+        @staticmethod
+        @once_differentiable
+        def backward(ctx, g):
+            (v,) = ctx.saved_tensors
+            return 2 * v * g
+
+    assert cr.autograd.gradcheck(SquareOnce.apply, (x,))
+    assert cr.autograd.gradgradcheck(SquareOnce.apply, (x,), raise_exception=False) is False
+    if torch is not None:
+        t = torch.tensor([1.0, 2.0], requires_grad=True)
+        with torch.no_grad():
+            assert t.numpy().tolist() == [1.0, 2.0]

@@ -337,3 +337,16 @@ def test_workers_worker_init_fn_and_info():
     assert info[1].seed == info[0].seed + 1 and info[1].num_workers == 2
     with pytest.raises(RuntimeError, match="Cannot assign attributes to WorkerInfo"):
         info[0].id = 3
+
+
+def test_torch_utils_data_submodules_import():
+    # from torch.utils.data.dataset import random_split (the text-classification tutorial)
+    from chainrule.utils.data.dataloader import DataLoader as DL
+    from chainrule.utils.data.dataset import random_split as rs
+    from chainrule.utils.data.sampler import RandomSampler as RS
+
+    from chainrule.utils import data
+
+    assert rs is data.random_split and DL is data.DataLoader and RS is data.RandomSampler
+    a, b = rs(range(10), [7, 3])
+    assert sorted(list(a) + list(b)) == list(range(10))

@@ -381,6 +381,13 @@ class Tensor:
     # PyTorch's other device kinds and layouts, which chainrule does not have
     is_xpu = is_mps = is_meta = is_sparse = is_quantized = is_mkldnn = False
 
+    def pin_memory(self, device=None):
+        """``self``: host memory needs no pinning here (CuPy copies from it as it is)."""
+        return self
+
+    def is_pinned(self, device=None):
+        return False
+
     # --- autograd state --------------------------------------------------------------
     @property
     def requires_grad(self):
@@ -549,9 +556,9 @@ class Tensor:
     def numpy(self, *, force=False):
         """The data as an ndarray: shared memory for NumPy data, an explicit host copy
         otherwise (Dask computes, CuPy copies from the GPU). Raises for a tensor that
-        requires grad, as PyTorch does: call ``detach().numpy()`` (or pass
-        ``force=True``)."""
-        if self._requires_grad and not force:
+        requires grad while grad mode is on, as PyTorch does: call ``detach().numpy()`` (or
+        pass ``force=True``); under ``no_grad`` (a custom Function's forward) it is allowed."""
+        if self._requires_grad and not force and STATE.flags & 1:
             raise RuntimeError(
                 "can't call numpy() on a tensor that requires grad; use tensor.detach().numpy()"
                 " (inside a custom Function's backward that gives up second derivatives: "
