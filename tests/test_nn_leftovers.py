@@ -440,3 +440,24 @@ def test_common_script_imports_and_device_queries():
     assert list(dp.state_dict()) == ["module.weight", "module.bias"]
     with pytest.raises(RuntimeError, match="no torch.distributed"):
         DistributedDataParallel(lin)
+
+
+def test_batch_norm_training_under_vmap_refuses_to_update_unbatched_stats():
+    # each sample would update the running stats in place (silently, one after another):
+    # PyTorch raises; eval mode and track_running_stats=False work
+    from chainrule import func
+
+    bn = nn.BatchNorm1d(3)
+    x = cr.randn(4, 5, 3)
+    with pytest.raises(RuntimeError, match="running_mean or running_var"):
+        func.vmap(lambda v: bn(v).sum())(x)
+    assert bn.running_mean.tolist() == [0.0, 0.0, 0.0]
+    bn.eval()
+    out = func.vmap(lambda v: bn(v).sum())(x)
+    np.testing.assert_allclose(out.detach().numpy(), (x.numpy() / np.sqrt(1 + 1e-5)).sum((1, 2)))
+    free = nn.BatchNorm1d(3, track_running_stats=False)
+    assert tuple(func.vmap(lambda v: free(v).sum())(x).shape) == (4,)
+    if torch is not None:
+        tbn = torch.nn.BatchNorm1d(3)
+        with pytest.raises(RuntimeError, match="running_mean or running_var"):
+            torch.func.vmap(lambda v: tbn(v).sum())(torch.randn(4, 5, 3))

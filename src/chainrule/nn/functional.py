@@ -494,6 +494,26 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     return out
 
 
+def _refuse_running_stats_under_vmap(input, running_mean, running_var):
+    """Under ``vmap``, batch norm in training mode would update unbatched running stats in
+    place with each sample's statistics: PyTorch raises, and so does chainrule (in its
+    batched evaluation when the input is batched, and always when vmap evaluates once per
+    sample, where a batched input cannot be told apart)."""
+    from .._batched import in_user_vmap, in_vmap_evaluation
+
+    if not in_user_vmap():
+        return
+    batched = isinstance(input._data, Batched)
+    stats_batched = all(t is None or isinstance(t._data, Batched)
+                        for t in (running_mean, running_var))
+    if (batched or not in_vmap_evaluation()) and not stats_batched:
+        raise RuntimeError(
+            "batch_norm: Batch norm got a batched tensor as input while the running_mean or "
+            "running_var, which will be updated in place, were not batched. If you are using "
+            "a module and do not need eval mode, please set `track_running_stats` to be "
+            "False (or use chainrule.func.replace_all_batch_norm_modules_)")
+
+
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
                momentum=0.1, eps=1e-5):
     """Batch normalisation of (N, C) or (N, C, \\*) inputs, per channel C.
@@ -534,6 +554,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         centered = input - mean
         var = (centered * centered).mean(dim=dims, keepdim=True)
         if running_mean is not None or running_var is not None:
+            _refuse_running_stats_under_vmap(input, running_mean, running_var)
             with no_grad():
                 if running_mean is not None:
                     new = (1 - momentum) * running_mean.detach() + \
