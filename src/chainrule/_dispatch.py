@@ -40,6 +40,18 @@ _PY_SCALARS = (float, int, bool)  # NumPy 2 already promotes these weakly (NEP 5
 # Ops whose nodes are SliceNodes (first-order VJP kept as a Scattered cotangent); the
 # indexing family registers its basic slice here.
 SCATTERED_VJP = set()
+
+
+class _InPlaceHooks:
+    """What op functions need of ``chainrule._inplace`` (which is built on the ops, so it
+    registers them here from above): ``update(t, compute, name, *others)`` and
+    ``write_out(out, result, name)`` (PyTorch's ``out=``)."""
+
+    update = None
+    write_out = None
+
+
+IN_PLACE = _InPlaceHooks()
 _CATEGORY = {"b": 0, "i": 1, "u": 1, "f": 2, "c": 3}
 
 

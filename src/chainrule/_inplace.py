@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _dual, _state
+from . import _dispatch, _dual, _state
 from ._dispatch import apply, refresh_view, torch_can_cast
 from ._state import STATE
 from ._tensor import INFERENCE_INPLACE, InferenceVersion, Tensor, is_float_dtype, wrap
@@ -395,3 +395,6 @@ def write_out(out, result, name):
     if tuple(out.shape) != tuple(result.shape):
         out.resize_(tuple(result.shape))
     return write_in_place(out, result, name)
+
+
+_dispatch.IN_PLACE.update, _dispatch.IN_PLACE.write_out = update, write_out

@@ -22,7 +22,7 @@ import numpy as np
 
 from .. import _creation, _inplace
 from .. import ops as _ops
-from .._batched import Batched
+from .._batched import Batched, in_user_vmap, in_vmap_evaluation
 from .._state import STATE, no_grad
 from .._tensor import Tensor, wrap
 from ..autograd.function import Function, once_differentiable
@@ -499,8 +499,6 @@ def _refuse_running_stats_under_vmap(input, running_mean, running_var):
     place with each sample's statistics: PyTorch raises, and so does chainrule (in its
     batched evaluation when the input is batched, and always when vmap evaluates once per
     sample, where a batched input cannot be told apart)."""
-    from .._batched import in_user_vmap, in_vmap_evaluation
-
     if not in_user_vmap():
         return
     batched = isinstance(input._data, Batched)

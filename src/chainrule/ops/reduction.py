@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 from .._creation import zeros
-from .._dispatch import apply, name_errors
+from .._dispatch import IN_PLACE, apply, name_errors
 from .._table import Singular, defop, documented
 from .._tensor import Tensor
 from ..backend import backend_of, dtype_kind, numpy_dtype, on_device_of, row_major, xp_kernel
@@ -432,9 +432,7 @@ def max(input, dim=None, keepdim=False, *, other=None, out=None):
     ``max(x, dim, keepdim=False)``: a ``(values, indices)`` named tuple; the gradient goes
     to the returned index. ``max(x, other_tensor)``: elementwise ``maximum``."""
     if out is not None:  # PyTorch's out=: the result written into out (resized)
-        from .._inplace import write_out
-
-        return write_out(out, max(input, dim, keepdim, other=other), "max")
+        return IN_PLACE.write_out(out, max(input, dim, keepdim, other=other), "max")
     if other is not None:  # max(input, other=t): elementwise, as PyTorch's overload
         if dim is not None:
             raise TypeError("max(): give either dim or other, not both")
@@ -454,9 +452,7 @@ def min(input, dim=None, keepdim=False, *, other=None, out=None):
     """``min(x)``, ``min(x, dim, keepdim)`` (values, indices) or ``min(x, other)``;
     see :func:`max`."""
     if out is not None:  # PyTorch's out=: the result written into out (resized)
-        from .._inplace import write_out
-
-        return write_out(out, min(input, dim, keepdim, other=other), "min")
+        return IN_PLACE.write_out(out, min(input, dim, keepdim, other=other), "min")
     if other is not None:  # max(input, other=t): elementwise, as PyTorch's overload
         if dim is not None:
             raise TypeError("min(): give either dim or other, not both")

@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from .._creation import _result_type
-from .._dispatch import name_errors
+from .._dispatch import IN_PLACE, name_errors
 from .._tensor import Tensor, wrap
 from ..backend import beside, dtype_kind, numpy_dtype
 from ._dims import wrap_dim
@@ -337,11 +337,10 @@ def fill(input, value):
 def zero_(input):
     """``input`` set to zeros in place (``torch.zero_``); its gradient there is 0."""
     from .._creation import zeros_like
-    from .._inplace import update
 
     x = _t(input)
     # ``where`` rather than ``0 * old``, which is NaN where ``old`` is NaN or infinite
-    return update(x, lambda old: where(zeros_like(old, dtype=bool), old, zeros_like(old)),
+    return IN_PLACE.update(x, lambda old: where(zeros_like(old, dtype=bool), old, zeros_like(old)),
                   "zero_")
 
 
@@ -450,9 +449,7 @@ def normal(mean, std=1.0, size=None, *, generator=None, dtype=None, device=None,
     if requires_grad:
         result = result.detach().requires_grad_()
     if out is not None:
-        from .._inplace import write_out
-
-        return write_out(out, result, "normal")
+        return IN_PLACE.write_out(out, result, "normal")
     return result
 
 
