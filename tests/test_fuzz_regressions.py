@@ -149,3 +149,28 @@ def test_einsum_gradient_with_broadcast_letters(eq, sa, sb):
         (torch.einsum(eq, at, bt) * torch.tensor(w)).sum().backward()
         np.testing.assert_allclose(a.grad.numpy(), at.grad.numpy(), atol=1e-12)
         np.testing.assert_allclose(b.grad.numpy(), bt.grad.numpy(), atol=1e-12)
+
+
+def test_vmap_inplace_of_a_captured_tensor_with_a_batched_value_raises():
+    # outer.add_(x) inside vmap: each sample would update `outer` in turn (vmap evaluated
+    # once per sample and accumulated: [[1, 2], [4, 6], [9, 12]], outer left at [9, 12]);
+    # torch raises, and so does chainrule now, leaving `outer` as it was
+    from chainrule import func
+
+    X = cr.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    outer = cr.zeros(2)
+    for update in (lambda x: outer.add_(x) * 1, lambda x: outer.copy_(x) * 1,
+                   lambda x: outer.__setitem__(0, x.sum()) or x):
+        with pytest.raises(RuntimeError, match="inplace arithmetic"):
+            func.vmap(update)(X)
+        assert outer.tolist() == [0.0, 0.0]
+    # in-place updates of the function's own (batched) values, and of unbatched ones with
+    # unbatched values, are fine
+    assert func.vmap(lambda x: x.clone().add_(x))(X).tolist() == (2 * X).tolist()
+    count = cr.zeros(())
+    func.vmap(lambda x: (count.add_(1), x.sin())[1])(X)
+    assert count.item() == 1.0
+    if torch is not None:
+        t_outer = torch.zeros(2, dtype=torch.float64)
+        with pytest.raises(RuntimeError, match="inplace arithmetic|broadcast shape"):
+            torch.func.vmap(lambda x: t_outer.add_(x) * 1)(torch.tensor(X.numpy()))

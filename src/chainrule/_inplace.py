@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _dispatch, _dual, _state
+from ._batched import Batched
 from ._dispatch import apply, refresh_view, torch_can_cast
 from ._state import STATE
 from ._tensor import INFERENCE_INPLACE, InferenceVersion, Tensor, is_float_dtype, wrap
@@ -31,6 +32,14 @@ from .ops.searching import _torch_name
 from .ops.shape import RESHAPE
 
 LEAF = "a leaf Variable that requires grad is being used in an in-place operation."
+# PyTorch's error for an in-place update of an unbatched tensor with a batched value inside
+# vmap (each sample would write it in turn: vmap would otherwise evaluate once per sample
+# and leave the last sample's, or the accumulated, value)
+VMAP_INPLACE = (
+    "{name}: vmap: inplace arithmetic(self, *extra_args) is not possible because there exists "
+    "a Tensor `other` in extra_args that has more elements than `self`. This happened due "
+    "to `other` being vmapped over but `self` not being vmapped over in a vmap. Please try "
+    "to use out-of-place operators instead of inplace arithmetic.")
 VIEW_OF_LEAF = ("a view of a leaf Variable that requires grad is being used in an in-place "
                 "operation.")
 NO_GRAD_VIEW = (
@@ -247,6 +256,8 @@ def _write(t, result, name):
     _check_result(t, result, name)
     data = result._data if isinstance(result, Tensor) else result
     dest = t._data
+    if isinstance(data, Batched) and not isinstance(dest, Batched):
+        raise RuntimeError(VMAP_INPLACE.format(name=name))
     if not isinstance(dest, np.ndarray) and not isinstance(dest, np.generic):
         _write_foreign(t, dest, data)
         return

@@ -6,6 +6,7 @@ import numpy as np
 
 from . import _creation, _dual, _inplace, ops
 from . import _tensor as _tensor_mod
+from ._batched import Batched
 from ._dispatch import refresh_view
 from ._node import _Handle
 from ._state import STATE
@@ -239,6 +240,8 @@ def _H(self):
 
 def _setitem(self, index, value):
     norm, _ = ops.indexing.normalize_index(index)  # raises for a negative step, as PyTorch
+    if isinstance(_data(value), Batched) and not isinstance(self._data, Batched):
+        raise RuntimeError(_inplace.VMAP_INPLACE.format(name="__setitem__"))
     shape = np.shape(_data(value))
     if len(shape) > 1 and shape[0] == 1:
         # PyTorch drops a value's leading size-1 dims (x[mask] = v of shape (1, 1)); NumPy's
@@ -264,6 +267,8 @@ def _setitem(self, index, value):
 
 def _fill_with(name):
     def method(self, value):
+        if isinstance(_data(value), Batched) and not isinstance(self._data, Batched):
+            raise RuntimeError(_inplace.VMAP_INPLACE.format(name=name))
         if not _inplace.recording(self, value):
             _inplace.check(self, name)
             if isinstance(self._data, np.ndarray) and self._data.flags.writeable:
