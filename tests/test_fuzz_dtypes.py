@@ -266,3 +266,15 @@ def test_complex_and_wide_unsigned_dtypes_are_named_at_the_top_level():
         assert cr.tensor([1, 2]).to(getattr(cr, name)).dtype == np_dtype
     if torch is not None:
         assert str(torch.cdouble) == "torch.complex128"
+
+
+def test_0d_float32_tensor_with_a_python_complex_keeps_its_precision():
+    # a 0-d float32 tensor times 1j was complex128 (its value was read as a Python float on
+    # the way to a complex op), so .imag/.real came back float64; PyTorch: complex64
+    x = cr.tensor(2.0, dtype=cr.float32)
+    assert (x * 1j).dtype == np.complex64 and (1j * x).dtype == np.complex64
+    assert (x * 1j).exp().imag.dtype == np.float32
+    assert (x + (1 + 2j)).item() == 3 + 2j
+    assert (cr.tensor(2.0) * 1j).dtype == np.complex128
+    if torch is not None:
+        assert (torch.tensor(2.0) * 1j).dtype == torch.complex64

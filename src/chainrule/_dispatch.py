@@ -474,6 +474,7 @@ def _foreign(op, inputs, attrs):
     arrays = []  # (index, backend) of each array input
     mask = 0
     python_complex = False  # a Python complex number among the inputs
+    zero_d = None  # (index, array) of 0-d NumPy constants read as Python numbers
     for i, x in enumerate(inputs):
         if isinstance(x, Tensor):
             d = x._data
@@ -491,6 +492,7 @@ def _foreign(op, inputs, attrs):
             c = d.__class__
         if c is _ndarray:
             if d.ndim == 0 and not grad:
+                zero_d = (zero_d or []) + [(i, d)]
                 d = d.item()  # a 0-d NumPy constant mixes with any backend, as PyTorch's
                 #               0-dim CPU tensors do with CUDA tensors (a Python number)
                 if d.__class__ not in _PY_SCALARS:  # complex
@@ -505,6 +507,9 @@ def _foreign(op, inputs, attrs):
             except TypeError:  # no array (a str, a list): NumPy's kernel says what is wrong
                 arrays.append((i, NUMPY))
         datas.append(d)
+    if zero_d and all(b is NUMPY for _, b in arrays):  # no other backend to mix with: the
+        for i, d in zero_d:  # 0-d arrays as they are (their dtype counts, as PyTorch's 0-d
+            datas[i] = d     # tensors: float32 0-d * 1j is complex64)
     backend = _common_backend(op, inputs, datas, arrays, mask)
     kernel = op.forward if backend is None or backend is NUMPY else backend.kernel(op)
     try:
