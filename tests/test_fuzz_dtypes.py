@@ -278,3 +278,19 @@ def test_0d_float32_tensor_with_a_python_complex_keeps_its_precision():
     assert (cr.tensor(2.0) * 1j).dtype == np.complex128
     if torch is not None:
         assert (torch.tensor(2.0) * 1j).dtype == torch.complex64
+
+
+def test_masked_fill_keeps_the_input_dtype_with_a_0d_value_of_another():
+    # a 0-d float32 input filled with a 0-d float64 value came back float64 (where
+    # promoted both 0-d operands); PyTorch's masked_fill keeps the input's dtype
+    a = cr.ones((), dtype=cr.float32)
+    assert a.masked_fill(cr.tensor(True), cr.tensor(0.25)).dtype == cr.float32
+    v = cr.tensor(0.25, requires_grad=True)
+    out = cr.ones(3, dtype=cr.float32).masked_fill(cr.tensor([True, False, True]), v)
+    assert out.dtype == cr.float32 and out.tolist() == [0.25, 1.0, 0.25]
+    out.sum().backward()
+    assert v.grad.item() == 2.0 and v.grad.dtype == cr.float64  # two masked entries
+    if torch is not None:
+        t = torch.ones((), dtype=torch.float32)
+        assert t.masked_fill(torch.tensor(True), torch.tensor(0.25, dtype=torch.float64)
+                             ).dtype == torch.float32

@@ -634,6 +634,8 @@ def masked_fill(input, mask, value):
         mask = _beside(mask, input)
     if numpy_dtype(input.dtype).kind in "iub":  # PyTorch: the value takes input's dtype
         value = _cast_value(value, input)
+    elif isinstance(value, Tensor) and value.dtype != input.dtype:  # (differentiably: a
+        value = value.to(input.dtype)  # float64 0-d value into a 0-d float32 input)
     data = input._data
     if data.__class__ is np.ndarray and not data.flags.c_contiguous:
         # PyTorch's result is contiguous; NumPy's where follows its inputs' layout unless
