@@ -1194,7 +1194,24 @@ class ModuleList(_ModuleSequence):
         return self.extend(modules)
 
 
-class _DictOf(Module):
+class _DictMethods:
+    """``get``, ``pop`` and ``clear`` of the dict-like containers, from their own
+    ``__getitem__``, ``__delitem__``, ``__contains__`` and ``__iter__``."""
+
+    def get(self, key, default=None):
+        return self[key] if key in self else default
+
+    def pop(self, key):
+        v = self[key]
+        del self[key]
+        return v
+
+    def clear(self):
+        for k in list(self):
+            del self[k]
+
+
+class _DictOf(_DictMethods, Module):
     """A dict-like container over one of the module's tables (``_store``): the dict
     methods; subclasses say how an item is registered (``__setitem__``)."""
 
@@ -1231,18 +1248,6 @@ class _DictOf(Module):
 
     def items(self):
         return self._table().items()
-
-    def get(self, key, default=None):
-        return self[key] if key in self else default
-
-    def pop(self, key):
-        v = self[key]
-        del self[key]
-        return v
-
-    def clear(self):
-        for k in list(self):
-            del self[k]
 
     def update(self, items):
         """Add the ``(name, value)`` pairs of a mapping or an iterable of pairs. Raises
@@ -1366,7 +1371,7 @@ def _param_line(p, type_name):
     return f"{kind} containing: [{type_name} of size {'x'.join(str(n) for n in p.shape)}]"
 
 
-class ParameterDict(Module):
+class ParameterDict(_DictMethods, Module):
     """A dict of parameters, registered under their keys (dict methods: ``keys``,
     ``values``, ``items``, ``update``, ``pop``, ``popitem``, ``get``, ``setdefault``,
     ``copy``, ``fromkeys``, ``in``, ``|``). Tensors put in become Parameters; as PyTorch's,
@@ -1421,14 +1426,6 @@ class ParameterDict(Module):
     def values(self):
         return (self[k] for k in self._keys)
 
-    def get(self, key, default=None):
-        return self[key] if key in self else default
-
-    def pop(self, key):
-        v = self[key]
-        del self[key]
-        return v
-
     def popitem(self):
         """Remove and return the last ``(key, value)`` pair."""
         k = next(reversed(self._keys))
@@ -1438,10 +1435,6 @@ class ParameterDict(Module):
         if key not in self:
             self[key] = default
         return self[key]
-
-    def clear(self):
-        for k in list(self._keys):
-            del self[k]
 
     def copy(self):
         """A new ParameterDict holding the same parameters."""

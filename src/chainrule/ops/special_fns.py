@@ -104,6 +104,18 @@ _LGAMMA_AT_2 = [
     4.7698101693639804e-08, -2.2711094608943164e-08, 1.0838659214896955e-08]
 
 
+def _corrected(xp, x, out, bad, exact, safe):
+    """``out`` with the entries where ``bad`` replaced by ``exact(xp, x)``: on NumPy only
+    those few entries are computed (a copy: a 0-d input's result is a read-only NumPy
+    scalar); elsewhere elementwise, with ``safe`` standing in for x at the other entries."""
+    if x.__class__ is NUMPY.xp.ndarray:
+        if bad.any():
+            out = NUMPY.xp.asarray(out).copy()
+            out[bad] = exact(xp, x[bad])
+        return out
+    return xp.where(bad, exact(xp, xp.where(bad, x, safe)), out)
+
+
 def _lgamma_exact(xp, x):
     """log |Gamma(x)| where SciPy's float64 gammaln is inaccurate: near its zeros x = 1 and
     x = 2 (|x - 1|, |x - 2| < 0.2), where Cephes's log(Gamma(x + 1) / x) cancels (2.2e-16
@@ -126,12 +138,7 @@ def _lgamma_kernel(xp, x):
     if str(x.dtype) != "float64":  # float32 loops compute in double: accurate enough
         return out
     bad = (xp.abs(x - 1.0) < 0.2) | (xp.abs(x - 2.0) < 0.2) | (xp.abs(x) < 1e-300)
-    if x.__class__ is NUMPY.xp.ndarray:  # only the few points that need it
-        if bad.any():
-            out = NUMPY.xp.asarray(out).copy()  # (a 0-d input gives a read-only NumPy scalar)
-            out[bad] = _lgamma_exact(xp, x[bad])
-        return out
-    return xp.where(bad, _lgamma_exact(xp, x), out)
+    return _corrected(xp, x, out, bad, _lgamma_exact, 1.5)
 
 
 _LGAMMA_KERNEL = xp_kernel(_lgamma_kernel)
@@ -154,12 +161,7 @@ def _digamma_kernel(xp, x):
         return out
     # x < 0 and not an integer (there PyTorch's digamma is NaN, as SciPy's)
     bad = (x < 0) & (x != xp.round(x))
-    if x.__class__ is NUMPY.xp.ndarray:
-        if bad.any():
-            out = NUMPY.xp.asarray(out).copy()  # (a 0-d input gives a read-only NumPy scalar)
-            out[bad] = _digamma_reflected(xp, x[bad])
-        return out
-    return xp.where(bad, _digamma_reflected(xp, xp.where(bad, x, -0.5)), out)
+    return _corrected(xp, x, out, bad, _digamma_reflected, -0.5)
 
 
 _DIGAMMA_KERNEL = xp_kernel(_digamma_kernel)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from ..._state import no_grad
 from .. import functional as F
 from .._module import Parameter
+from .weight_norm import remove_norm_hook
 
 __all__ = ["SpectralNorm", "SpectralNormLoadStateDictPreHook", "SpectralNormStateDictHook",
            "spectral_norm", "remove_spectral_norm"]
@@ -213,14 +214,7 @@ def remove_spectral_norm(module, name="weight"):
     ``torch.nn.utils.remove_spectral_norm``. Returns ``module``.
 
     Raises ValueError when ``module`` has no spectral norm on ``name``."""
-    hooks = module._hooks("_forward_pre_hooks")
-    for k, (hook, _) in list(hooks.items()):
-        if isinstance(hook, SpectralNorm) and hook.name == name:
-            hook.remove(module)
-            del hooks[k]
-            break
-    else:
-        raise ValueError(f"spectral_norm of '{name}' not found in {module}")
+    remove_norm_hook(module, SpectralNorm, name, "spectral_norm")
     for table in ("_state_dict_hooks", "_load_state_dict_pre_hooks"):
         entries = module._hooks(table)
         for k, (hook, _) in list(entries.items()):

@@ -87,13 +87,21 @@ def weight_norm(module, name="weight", dim=0):
     return module
 
 
+def remove_norm_hook(module, cls, name, what):
+    """Remove the forward pre-hook of class ``cls`` on ``name`` (a legacy weight or
+    spectral norm: its ``remove`` restores the parameter). Raises ValueError, naming
+    ``what``, when there is none."""
+    hooks = module._hooks("_forward_pre_hooks")
+    for k, (hook, _) in list(hooks.items()):
+        if isinstance(hook, cls) and hook.name == name:
+            hook.remove(module)
+            del hooks[k]
+            return
+    raise ValueError(f"{what} of '{name}' not found in {module}")
+
+
 def remove_weight_norm(module, name="weight"):
     """Undo :func:`weight_norm`: ``<name>`` becomes a parameter again (its current value).
     Raises ValueError when ``module`` has no weight norm on ``name``."""
-    hooks = module._hooks("_forward_pre_hooks")
-    for k, (hook, _) in list(hooks.items()):
-        if isinstance(hook, WeightNorm) and hook.name == name:
-            hook.remove(module)
-            del hooks[k]
-            return module
-    raise ValueError(f"weight_norm of '{name}' not found in {module}")
+    remove_norm_hook(module, WeightNorm, name, "weight_norm")
+    return module
