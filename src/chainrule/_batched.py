@@ -30,29 +30,25 @@ Batched values (its batch axis would count as a logical dim).
 
 from __future__ import annotations
 
+import gc
 import math
 import string
 import threading
+import weakref
 from types import SimpleNamespace
 
 import numpy as np
 
 from . import _ns
-from ._ns import RAW
+from ._ns import RAW, NotBatchable
 from ._tensor import Tensor
 from .ops.einsum import parse as _parse_einsum
 from .ops.indexing import _index_put
 from .ops.nn import log_softmax_array, softmax_array
 
-__all__ = ["Batched", "BATCHED", "namespace"]
+__all__ = ["Batched", "BATCHED", "NotBatchable", "namespace"]
 
 _BASIC = (int, np.integer, slice, type(None), type(Ellipsis))
-
-
-class NotBatchable(NotImplementedError):
-    """Raised inside ``vmap``'s batched evaluation by whatever has no batched version (an
-    op, or a host copy of a batched value that would mix its samples); ``vmap`` then
-    evaluates the function once per sample."""
 
 
 _VMAP = threading.local()  # .depth > 0 while vmap evaluates on batched values (this thread)
@@ -82,6 +78,99 @@ class _Count:
     def __exit__(self, *exc):
         setattr(_VMAP, self.name, getattr(_VMAP, self.name) - 1)
         return False
+
+
+def _base(array):
+    while isinstance(getattr(array, "base", None), np.ndarray):
+        array = array.base
+    return array
+
+
+class WriteJournal:
+    """The in-place writes made while ``vmap`` evaluates ``func``
+    (:func:`chainrule._inplace.check` notes each before it happens): which tensor, and the
+    memory it writes (its data's base array, with a copy of its values before).
+
+    PyTorch's vmap runs ``func`` once, so an update of a tensor made before the call (one
+    ``func`` closed over) happens once. Where chainrule evaluates ``func`` once per sample
+    (or abandons a batched attempt for that), such an update would happen once per sample,
+    silently; :meth:`refuse` puts the memory back as it was before the call (values and
+    version counters) and raises RuntimeError instead.
+    """
+
+    def __init__(self):
+        self.memory = {}  # id(base) -> [weak reference, values before, version list, version]
+        self.tensors = {}  # id(tensor) -> weak reference, for the tensors written and roots
+
+    def note(self, t):
+        """``t`` is about to be written in place."""
+        data = t._data
+        array = _base(data.data if isinstance(data, Batched) else data)
+        owner = array if isinstance(array, np.ndarray) else t
+        if id(owner) not in self.memory:
+            before = array.copy() if owner is array else \
+                data if isinstance(data, np.generic) else None
+            self.memory[id(owner)] = [weakref.ref(owner), before, t._vc, t._vc[0]]
+        root = t._extra.get("view_of") if t._extra else None
+        for x in (t, root):
+            if x is not None and id(x) not in self.tensors:
+                self.tensors[id(x)] = weakref.ref(x)
+
+    def refuse(self, why, own=(), by_memory=True):
+        """After an evaluation whose own objects are gone: raise when it wrote a tensor from
+        outside it, after putting all the memory written back.
+
+        ``by_memory`` (a batched attempt, about to be redone per sample): a base array still
+        alive is from outside; all are put back (the mapped inputs' too: the samples write
+        their rows again), and those other than the arrays ``own`` (the mapped inputs')
+        raise. Otherwise (the per-sample evaluations done; their results' graphs may keep
+        temporaries' memory alive): a tensor written (or the root of a view written) still
+        alive other than the tensors ``own`` (the mapped inputs, the outputs) raises.
+        ``why`` says why ``func`` was evaluated per sample.
+        """
+        if not self.memory:
+            return
+        if by_memory:
+            mine = {id(_base(a)) for a in own}
+            live = lambda: [k for k, e in self.memory.items()  # noqa: E731
+                            if k not in mine and e[0]() is not None]
+        else:
+            mine = {id(t) for t in own}
+            live = lambda: [k for k, r in self.tensors.items()  # noqa: E731
+                            if k not in mine and r() is not None]
+        if live():
+            gc.collect()  # temporaries of the evaluation held only by reference cycles
+        outside = live()
+        if by_memory or outside:
+            for e in self.memory.values():
+                owner, before = e[0](), e[1]
+                if owner is None or before is None:
+                    continue  # gone, or another library's memory (not copied)
+                if isinstance(owner, np.ndarray):
+                    owner[...] = before
+                else:
+                    owner._data = before
+                e[2][0] = e[3]
+        if outside:
+            raise RuntimeError(
+                f"vmap: func updated in place a tensor it did not create (one it closed "
+                f"over, or an input with in_dims None). chainrule evaluates this call once "
+                f"per sample ({why}), which would repeat that update for every sample, "
+                f"where PyTorch's vmap updates it once; the tensor is left as it was before "
+                f"the call. Update it outside the vmapped function, or avoid what stops "
+                f"batching.")
+
+
+def write_journal():
+    """The :class:`WriteJournal` of this thread's batched vmap attempt, or None."""
+    return getattr(_VMAP, "journal", None)
+
+
+def set_write_journal(journal):
+    """Make ``journal`` this thread's (None: none); returns the one it replaces."""
+    before = getattr(_VMAP, "journal", None)
+    _VMAP.journal = journal
+    return before
 
 
 def user_vmap():

@@ -19,7 +19,7 @@ import numpy as np
 
 from . import _node
 from ._node import AccumulateGrad, MultiOpNode, OpNode, Scattered
-from ._ns import PER_DEVICE, RAW, differentiable, raw_for
+from ._ns import BATCHING, PER_DEVICE, RAW, NotBatchable, differentiable, raw_for
 from ._state import STATE, enable_grad
 from ._tensor import Tensor, wrap
 from .backend import backend_of
@@ -277,7 +277,10 @@ def _walk(roots, seeds, retain_graph, accumulate, capture, only, F, kind, owned=
                     for check in checks:
                         if check[1][0] != check[2]:  # a saved value changed in place
                             node._check_versions()  # raises, naming it
-                input_grads = node.plan.vjp(F, g, saved)
+                try:
+                    input_grads = node.plan.vjp(F, g, saved)
+                except NotBatchable:  # inside vmap: a rule without a batched version
+                    input_grads = BATCHING.per_sample(node.plan.vjp, g, saved)
             else:
                 input_grads = node._vjp(g, F)
             if post:

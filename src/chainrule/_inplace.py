@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _dispatch, _dual, _state
-from ._batched import Batched
+from ._batched import Batched, write_journal
 from ._dispatch import apply, refresh_view, torch_can_cast
 from ._state import STATE
 from ._tensor import INFERENCE_INPLACE, InferenceVersion, Tensor, is_float_dtype, wrap
@@ -61,6 +61,9 @@ def check(t, name):
     requires grad or a view of one."""
     if t._vc.__class__ is InferenceVersion and not STATE.inference:
         raise RuntimeError(f"{name}: {INFERENCE_INPLACE}")
+    journal = write_journal()
+    if journal is not None:  # inside a batched vmap attempt (see WriteJournal)
+        journal.note(t)
     if not STATE.enabled:
         return
     ex = t._extra

@@ -16,6 +16,7 @@ import weakref
 import numpy as np
 
 from ._dual import node_tangents, with_tangent
+from ._ns import BATCHING, NotBatchable
 from ._tensor import Tensor, _fill, wrap
 
 _new = object.__new__
@@ -180,10 +181,15 @@ class OpNode(Node):
         if plan.variadic:
             rule, args = plan.rules[0]
             needs = [node is not None for node, _ in self.next_functions]
-            result = rule(F, g, needs, *args(saved))
+            vjp = lambda F, g, saved: rule(F, g, needs, *args(saved))  # noqa: E731
         else:
-            result = plan.vjp(F, g, saved)
-        return _linked(result, g, saved) if graph else result
+            vjp = plan.vjp
+        if graph:
+            return _linked(vjp(F, g, saved), g, saved)
+        try:
+            return vjp(F, g, saved)
+        except NotBatchable:  # inside vmap: a rule without a batched version
+            return BATCHING.per_sample(vjp, g, saved)
 
     def _unpack(self, saved, linked=False):
         """The saved values as Tensors with their history (see :meth:`_vjp`). ``linked``:

@@ -244,12 +244,22 @@ def differentiable(backend=None, device=None):
     return ns
 
 
+class NotBatchable(NotImplementedError):
+    """Raised inside ``vmap``'s batched evaluation by whatever has no batched version (a
+    host copy of a batched value that would mix its samples, results whose shapes differ
+    between samples); ``vmap`` then evaluates the function once per sample."""
+
+
 class _Batching:
-    """Filled by the batching layer (``chainrule._batched``): ``batched`` is its class of
-    batched values, ``namespace()`` the batched namespace."""
+    """Filled by the batching layers: ``batched`` is the class of batched values and
+    ``namespace()`` the batched namespace (``chainrule._batched``); ``per_sample(fn, *args)``
+    runs ``fn(F, *rows)`` once per sample of vmap's batched values in ``args`` and stacks
+    the results (``chainrule._vmap_backend``: the fallback of a derivative rule that has
+    no batched version)."""
 
     batched = None
     namespace = None
+    per_sample = None
 
 
 BATCHING = _Batching()

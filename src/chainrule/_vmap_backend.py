@@ -9,8 +9,11 @@ that the tensor's shape hides). Every op then runs once on the whole batch:
   batched backward of ``jacrev`` uses, so a primitive's batching comes from its
   declaration.
 
-Whatever is not lifted (a name missing here, a kernel that computes with NumPy only, a
-host copy of a batched value) raises :class:`NotBatchable`; ``vmap`` then evaluates the
+A kernel or rule that is not lifted (a name missing here, a kernel that computes with
+NumPy only, a rule that reads a batched value's numbers) runs once per sample on that
+sample's rows, the results stacked (:func:`per_sample_rule`; PyTorch's per-op fallback).
+What cannot run that way (a host copy of a batched value outside a kernel, results whose
+shapes differ by sample) raises :class:`NotBatchable`; ``vmap`` then evaluates the
 function once per sample instead, so a batched value never meets code that would mix its
 samples.
 """
@@ -22,6 +25,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from . import _batched as _b
+from . import _ns
 from ._batched import (
     Batched,
     DiagBatched,
@@ -42,6 +46,7 @@ from ._batched import (
     _stack,
     namespace,
 )
+from ._ns import RAW
 from .backend import NUMPY, Backend, register_backend
 
 
@@ -61,7 +66,13 @@ class VBatched(Batched):
         return _v(Batched.__getitem__(self, index))
 
     def __setitem__(self, index, value):
-        raise NotBatchable("vmap: an in-place write into a batched value")
+        # the in-place layer writes a whole new value (``dest[...] = data``, data already
+        # of dest's logical shape): each sample's rows take that sample's value
+        if index is not Ellipsis and index != (Ellipsis,):
+            raise NotBatchable("vmap: an in-place write into part of a batched value")
+        if isinstance(value, Batched):
+            value = _b._lift(value, self.ndim).data
+        self.data[...] = value
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         # NumPy called on a batch (np.exp(x), ndarray + x): elementwise, each sample's
@@ -280,18 +291,52 @@ class _VmapBackend(Backend):
         return k
 
     def _batched_kernel(self, op):
-        k = super().kernel(op)
+        looped = _per_sample(NUMPY.kernel(op), op.name)
+        try:
+            k = super().kernel(op)
+        except NotBatchable:  # a kernel named by a function the batch namespace lacks
+            return looped
         if op.pointwise:  # entry by entry: NumPy's kernel runs on the stacked batch as it is
             k = _pointwise(NUMPY.kernel(op), k)
 
         def batched(*args, **kwargs):
             try:
                 return _v(k(*args, **kwargs))
-            except NotBatchable:
-                raise
-            except NotImplementedError as error:  # a kernel that computes with NumPy only
-                raise NotBatchable(f"vmap: {op.name}: {error}") from None
+            except NotImplementedError:  # NotBatchable too: a kernel computing with NumPy
+                return looped(*args, **kwargs)  # only, or with a function not lifted here
         return batched
+
+
+def _per_sample(numpy_kernel, name):
+    """The kernel of an op without a batched version: its NumPy kernel once per sample (the
+    batched arguments' rows, the others as they are), the results stacked, as PyTorch's
+    vmap fallback for an op without a batching rule. A kernel is a pure function of its
+    arguments, so this is each sample's own result. Results whose shapes differ between
+    samples (values decide them, as ``nonzero``'s) raise NotBatchable: vmap then evaluates
+    the whole function once per sample."""
+    def f(*args, **kwargs):
+        B = _b._batch_size(tuple(args) + tuple(kwargs.values()))
+        if B is None:
+            return numpy_kernel(*args, **kwargs)
+        rows = [numpy_kernel(*[_b._row(a, b) for a in args],
+                             **{key: _b._row(v, b) for key, v in kwargs.items()})
+                for b in range(B)]
+        return _stacked(rows, name)
+    return f
+
+
+def _stacked(rows, name):
+    first = rows[0]
+    if isinstance(first, (tuple, list)):
+        return type(first)(_stacked(list(col), name) for col in zip(*rows))
+    if first is None or isinstance(first, (bool, int, float, complex, str, np.dtype)):
+        if any(r != first for r in rows):
+            raise NotBatchable(f"vmap: {name} gives a different Python value per sample")
+        return first
+    rows = [np.asarray(r) for r in rows]
+    if any(r.shape != rows[0].shape for r in rows):
+        raise NotBatchable(f"vmap: {name} gives results of different shapes per sample")
+    return VBatched(np.stack(rows))
 
 
 def _pointwise(numpy_kernel, lifted):
@@ -304,6 +349,42 @@ def _pointwise(numpy_kernel, lifted):
             return VBatched(numpy_kernel(x.data, *attrs))
         return lifted(x, *attrs)
     return f
+
+
+def _sample(x, b):
+    """Sample ``b`` of a value that may be (or hold, in tuples and lists) batched values."""
+    if isinstance(x, Batched):
+        return x.data[b]
+    if isinstance(x, (tuple, list)):
+        return type(x)(_sample(y, b) for y in x)
+    return x
+
+
+def _size(x):
+    """The batch size of the first batched value in ``x`` (nested), or None."""
+    if isinstance(x, Batched):
+        return x.data.shape[0]
+    if isinstance(x, (tuple, list)):
+        for y in x:
+            B = _size(y)
+            if B is not None:
+                return B
+    return None
+
+
+def per_sample_rule(rule, g, saved):
+    """A derivative rule without a batched version (it reads a batched value's numbers, or
+    calls a function not lifted here): ``rule`` once per sample, on that sample's cotangent
+    and saved values with NumPy's rule namespace, the input cotangents stacked. Each
+    sample's result is the rule's own, as in one evaluation per sample."""
+    B = _size((g, saved))
+    if B is None:
+        raise NotBatchable("vmap: a derivative rule without a batched version")
+    return _stacked([rule(RAW, _sample(g, b), _sample(saved, b)) for b in range(B)],
+                    "a derivative rule")
+
+
+_ns.BATCHING.per_sample = per_sample_rule
 
 
 def _no_host(x):

@@ -23,7 +23,15 @@ import weakref
 import numpy as np
 
 from . import _creation, _dual, _state
-from ._batched import Batched, NotBatchable, in_vmap_evaluation, user_vmap, vmap_evaluation
+from ._batched import (
+    Batched,
+    NotBatchable,
+    WriteJournal,
+    in_vmap_evaluation,
+    set_write_journal,
+    user_vmap,
+    vmap_evaluation,
+)
 from ._node import AccumulateGrad
 from ._pytree import tree_flatten, tree_unflatten
 from ._state import STATE
@@ -839,23 +847,28 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
     through it. ``func`` is evaluated once on the whole batch (tensors whose data is the
     batch, :mod:`chainrule._vmap_backend`: kernels and derivative rules run on it) when no
     mapped input requires grad, no forward level is active and ``randomness="error"``;
-    where an op met has no batched version, or otherwise, ``func`` is evaluated once per
-    sample (slices in, a stack out), which every op supports. A custom
+    a kernel or derivative rule without a batched version then runs once per sample inside
+    that evaluation (PyTorch's per-op fallback). Where the batch cannot be evaluated at
+    once (a host copy of a batched value, results whose shapes differ by sample), or
+    otherwise, ``func`` is evaluated once per sample (slices in, a stack out), which every
+    op supports; an in-place update of a tensor from outside ``func`` would then repeat
+    per sample (PyTorch's vmap updates it once), so vmap puts it back and raises
+    RuntimeError (:class:`chainrule._batched.WriteJournal`). A custom
     ``autograd.Function`` needs a vmap rule (its ``vmap`` staticmethod, or
     ``generate_vmap_rule = True``), as in PyTorch.
 
     Raises
     ------
     RuntimeError
-        A custom Function without a vmap rule is called inside (naming it), or
-        ``randomness`` is not one of the three values (as PyTorch).
+        A custom Function without a vmap rule is called inside (naming it),
+        ``randomness`` is not one of the three values (as PyTorch), or ``func`` updates a
+        tensor from outside it in place where it is evaluated once per sample.
     ValueError
         No input is mapped, mapped inputs disagree on the batch size, an in_dim is out of
         range, or ``in_dims`` / ``out_dims`` do not match the structure.
     IndexError
         An out_dim is out of range (as PyTorch).
     """
-    from .ops import stack
 
     if randomness not in ("error", "different", "same"):
         raise RuntimeError(f"vmap: Only allowed values for randomness are 'error', "
@@ -908,32 +921,64 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
         real = _real_generator() if randomness == "same" else None
         state = real.bit_generator.state if randomness == "same" else None
         results = []
-        with _NoRandomness() if randomness == "error" else _NO_GUARD:
-            for b in range(B):
-                if state is not None:
-                    real.bit_generator.state = state
-                sample = [x if d is None else x[(slice(None),) * (d % x.ndim) + (b,)]
-                          for x, d in zip(leaves, dims)]
-                results.append(func(*tree_unflatten(sample, spec), **kwargs))
-        outs, out_spec = tree_flatten(results[0])
-        per_sample = [tree_flatten(r)[0] for r in results]
-        odims = _dims_for(out_dims, results[0], "out_dims")
-        stacked = []
-        for k, (o, d) in enumerate(zip(outs, odims)):
-            if not isinstance(o, Tensor):
-                raise ValueError(f"vmap: func must only return Tensors, got a "
-                                 f"{type(o).__name__} as output leaf {k}")
-            if d is None:
-                stacked.append(o)
-                continue
-            if not -(o.ndim + 1) <= d <= o.ndim:
-                raise IndexError(f"vmap: Dimension out of range (expected to be in range of "
-                                 f"[{-(o.ndim + 1)}, {o.ndim}], but got {d}) for out_dims of "
-                                 f"output leaf {k}")
-            stacked.append(stack([p[k] for p in per_sample], d % (o.ndim + 1)))
-        return tree_unflatten(stacked, out_spec)
+        journal = WriteJournal()
+        before = set_write_journal(journal)
+        try:
+            with _NoRandomness() if randomness == "error" else _NO_GUARD:
+                for b in range(B):
+                    if state is not None:
+                        real.bit_generator.state = state
+                    sample = [x if d is None else x[(slice(None),) * (d % x.ndim) + (b,)]
+                              for x, d in zip(leaves, dims)]
+                    results.append(func(*tree_unflatten(sample, spec), **kwargs))
+        finally:
+            set_write_journal(before)
+        stacked = _stack_samples(results, out_dims)
+        del results, sample
+        journal.refuse(_why_per_sample(leaves, dims, randomness), by_memory=False,
+                       own=[x for x, d in zip(leaves, dims) if d is not None] +
+                       [o for o in tree_flatten(stacked)[0] if isinstance(o, Tensor)])
+        return stacked
 
     return wrapped
+
+
+def _why_per_sample(leaves, dims, randomness):
+    if randomness != "error":
+        return f"randomness={randomness!r}"
+    if STATE.dual_level:
+        return "inside forward-mode AD"
+    if in_vmap_evaluation():
+        return "a vmap inside another vmap's batched evaluation"
+    if any(d is not None and x.requires_grad for x, d in zip(leaves, dims)):
+        return "a mapped input requires grad"
+    if any(d is not None and x._data.__class__ is not np.ndarray for x, d in zip(leaves, dims)):
+        return "a mapped input is not a NumPy array"
+    return "an op met could not be evaluated on the whole batch"
+
+
+def _stack_samples(results, out_dims):
+    """The per-sample results of vmap's one-evaluation-per-sample path, stacked along
+    ``out_dims``."""
+    from .ops import stack
+
+    outs, out_spec = tree_flatten(results[0])
+    per_sample = [tree_flatten(r)[0] for r in results]
+    odims = _dims_for(out_dims, results[0], "out_dims")
+    stacked = []
+    for k, (o, d) in enumerate(zip(outs, odims)):
+        if not isinstance(o, Tensor):
+            raise ValueError(f"vmap: func must only return Tensors, got a "
+                             f"{type(o).__name__} as output leaf {k}")
+        if d is None:
+            stacked.append(o)
+            continue
+        if not -(o.ndim + 1) <= d <= o.ndim:
+            raise IndexError(f"vmap: Dimension out of range (expected to be in range of "
+                             f"[{-(o.ndim + 1)}, {o.ndim}], but got {d}) for out_dims of "
+                             f"output leaf {k}")
+        stacked.append(stack([p[k] for p in per_sample], d % (o.ndim + 1)))
+    return tree_unflatten(stacked, out_spec)
 
 
 def _vmap_chunks(vmapped, leaves, dims, spec, B, chunk_size, kwargs, out_dims):
@@ -958,7 +1003,25 @@ def _vmap_chunks(vmapped, leaves, dims, spec, B, chunk_size, kwargs, out_dims):
 def _vmap_batched(func, leaves, dims, spec, B, kwargs, out_dims):
     """``func`` evaluated once on the whole batch (tensors whose data is a batch, see
     :mod:`chainrule._vmap_backend`); None when some op met has no batched version (then
-    vmap evaluates once per sample)."""
+    vmap evaluates once per sample; see :class:`chainrule._batched.WriteJournal` for
+    in-place updates the attempt made)."""
+    journal = WriteJournal()
+    before = set_write_journal(journal)
+    try:
+        done = _vmap_batched_once(func, leaves, dims, spec, B, kwargs, out_dims)
+    except NotBatchable as error:
+        reason, done = str(error), None
+    else:
+        reason = "an output needs a graph of its own per sample"
+    finally:
+        set_write_journal(before)
+    if done is None:  # what the attempt wrote is put back (the mapped inputs' rows are
+        # written again, once, per sample); a tensor from outside: RuntimeError
+        journal.refuse(reason, own=[x._data for x, d in zip(leaves, dims) if d is not None])
+    return done
+
+
+def _vmap_batched_once(func, leaves, dims, spec, B, kwargs, out_dims):
     from ._vmap_backend import VBatched
 
     args = [x if d is None else wrap(VBatched(x._data if d % x.ndim == 0 else
@@ -997,8 +1060,6 @@ def _vmap_batched(func, leaves, dims, spec, B, kwargs, out_dims):
             # broadcast of an output that does not depend on the batch) is copied
             stacked.append(wrap(out if out.flags.writeable else np.array(out)))
         return tree_unflatten(stacked, out_spec)
-    except NotBatchable:
-        return None
     finally:
         guard.__exit__()
 
