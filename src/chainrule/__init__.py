@@ -17,6 +17,7 @@ from ._methods import install as _install
 from ._state import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from ._table import TABLE
 from ._tensor import Tensor
+from .backend import UnsupportedDtype as _UnsupportedDtype
 from .backend import device  # noqa: F401
 from .ops import *  # noqa: F401,F403
 from .ops import index_put, take_along_dim  # noqa: F401
@@ -108,6 +109,8 @@ uint64 = _np.dtype("uint64")
 complex64 = _np.dtype("complex64")
 complex128 = _np.dtype("complex128")
 bool_ = _np.dtype("bool")
+# a name for code that lists it (nanoGPT's dtype table); tensors of it raise TypeError
+bfloat16 = _UnsupportedDtype("bfloat16")
 # PyTorch's spellings of the same dtypes (they shadow builtins only inside this module)
 float = float32  # noqa: A001
 double = float64

@@ -40,7 +40,7 @@ def set_default_dtype(d):
     """Set the float dtype that constructors give Python floats (float64, NumPy's, unless
     changed; float32 as in PyTorch's default). Only float32 and float64 are accepted
     (TypeError otherwise, as PyTorch)."""
-    d = np.dtype(d)
+    d = numpy_dtype(d)
     if d not in (np.float32, np.float64):
         raise TypeError(f"set_default_dtype: only float32 and float64 are supported as the "
                         f"default dtype, got {d}")
@@ -225,7 +225,7 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
         t = wrap(b.xp.asarray(data, copy=True) if not b.lazy else data)
         t = t if device is None else t.to(device)  # ("cpu" too: an explicit host copy)
         return t.requires_grad_(True) if requires_grad else t
-    array = np.array(data, dtype=dtype)
+    array = np.array(data, dtype=dtype if dtype is None else numpy_dtype(dtype))
     if array.dtype.kind in "OUSV":
         _not_numeric(data, array, "tensor")
     return _make(_float_default(array, dtype, from_python), requires_grad, dev)

@@ -11,7 +11,15 @@ from ._dispatch import refresh_view
 from ._node import _Handle
 from ._state import STATE
 from ._tensor import Tensor, wrap
-from .backend import backend_of, beside, dtype_kind, host_to, numpy_dtype, on_device_of
+from .backend import (
+    UnsupportedDtype,
+    backend_of,
+    beside,
+    dtype_kind,
+    host_to,
+    numpy_dtype,
+    on_device_of,
+)
 from .backend import device as _device
 from .ops.elementwise import ADD, DIV, MUL, POW, RECIPROCAL, SUB, _copy_layout
 from .ops.searching import _torch_name
@@ -584,6 +592,7 @@ def install():
     T.int = _fast_cast(np.int32)
     T.bool = _fast_cast(np.bool_)
     T.half = lambda self: _to(self, np.float16)
+    T.bfloat16 = lambda self: _to(self, UnsupportedDtype("bfloat16"))  # raises, naming it
     T.byte = lambda self: _to(self, np.uint8)
     T.char = lambda self: _to(self, np.int8)
     T.short = lambda self: _to(self, np.int16)

@@ -30,12 +30,39 @@ __all__ = ["device", "Backend", "backend_of", "register_backend", "NUMPY", "kern
            "xp_kernel", "dtype_kind", "native_dtype", "on_device_of"]
 
 
+class UnsupportedDtype:
+    """A PyTorch dtype that NumPy has no type for (``chainrule.bfloat16``): it exists so
+    code that names it (a table of dtypes, a comparison) runs; making a tensor of it raises
+    TypeError, naming it (:func:`numpy_dtype`)."""
+
+    __slots__ = ("name",)
+    is_floating_point = True
+    is_complex = False
+    is_signed = True
+    itemsize = 2
+
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return self.name
+
+    def unsupported(self):
+        return TypeError(f"{self.name} is not supported: chainrule computes in NumPy's "
+                         f"dtypes and NumPy has no {self.name}; use float32 (or float16) "
+                         f"instead")
+
+
 def numpy_dtype(dtype):
     """``dtype`` of any backend (NumPy's, a name, or another library's such as
-    ``array_api_strict.float64``) as NumPy's dtype."""
+    ``array_api_strict.float64``) as NumPy's dtype.
+
+    Raises TypeError for :class:`UnsupportedDtype` (``bfloat16``), naming it."""
     try:
         return np.dtype(dtype)
     except TypeError:
+        if isinstance(dtype, UnsupportedDtype):
+            raise dtype.unsupported() from None
         return np.dtype(str(dtype).rsplit(".", 1)[-1])
 
 
