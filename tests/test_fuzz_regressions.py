@@ -174,3 +174,17 @@ def test_vmap_inplace_of_a_captured_tensor_with_a_batched_value_raises():
         t_outer = torch.zeros(2, dtype=torch.float64)
         with pytest.raises(RuntimeError, match="inplace arithmetic|broadcast shape"):
             torch.func.vmap(lambda x: t_outer.add_(x) * 1)(torch.tensor(X.numpy()))
+
+
+def test_sign_of_nan_is_zero_as_pytorch():
+    # torch.sign is (0 < x) - (x < 0): 0 at NaN (NumPy's sign gives NaN); the gradient is 0
+    x = cr.tensor([float("nan"), -0.0, 0.0, 1.5, -2.0], requires_grad=True)
+    y = cr.sign(x)
+    np.testing.assert_array_equal(y.detach().numpy(), [0.0, 0.0, 0.0, 1.0, -1.0])
+    np.testing.assert_array_equal(x.sgn().detach().numpy(), y.detach().numpy())
+    assert cr.sign(x.detach().float()).dtype == cr.float32
+    y.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.zeros(5))
+    if torch is not None:
+        t = torch.tensor([float("nan"), -0.0, 0.0, 1.5, -2.0], dtype=torch.float64)
+        np.testing.assert_array_equal(torch.sign(t).numpy(), y.detach().numpy())

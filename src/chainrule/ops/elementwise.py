@@ -306,8 +306,16 @@ NEG = defop(
     math={"self": "grad_x = -grad", "out": "dy = -dx"}, source=CALCULUS,
     pointwise=True,
 )
+@xp_kernel
+def _sign_forward(xp, x):
+    s = xp.sign(x)
+    if getattr(x.dtype, "kind", None) != "f" and dtype_kind(x.dtype) != "f":
+        return s
+    return xp.where(xp.isnan(x), xp.zeros_like(s), s)  # sign(NaN) = 0, as PyTorch
+
+
 SIGN = defop(
-    "sign", "sign", ("self",),
+    "sign", _sign_forward, ("self",),
     vjp={"self": lambda F, g: F.zeros_like(g)}, jvp={"self": lambda F, t: F.zeros_like(t)},
     math={"self": "grad_x = 0", "out": "dy = 0"},
     source="sign is piecewise constant; 0 everywhere as in PyTorch",
