@@ -1,7 +1,7 @@
 """Convolution and pooling (``torch.nn``'s names and arguments), composed of chainrule's
 differentiable ops.
 
-One N-d implementation serves the 1d and 2d names. The sliding windows of the (padded)
+One N-d implementation serves the 1d, 2d and 3d names. The sliding windows of the (padded)
 input are gathered with one advanced-indexing op whose integer index arrays are built with
 NumPy from the shapes alone, so the backward pass is that op's scatter-add; convolution is
 then a ``matmul`` with the weight, max pooling a ``max`` along the window (its gradient goes
@@ -10,7 +10,8 @@ divided by a count built from the shapes. No op here has a derivative rule of it
 gradients of every order and forward mode come from the ops used.
 
 Shapes: inputs (N, C, \\*spatial) or unbatched (C, \\*spatial), with one spatial dim for the
-``1d`` names and two for the ``2d`` ones; outputs keep the input's batching and dtype.
+``1d`` names, two for the ``2d`` ones and three for the ``3d`` ones; outputs keep the
+input's batching and dtype.
 """
 
 from __future__ import annotations
@@ -29,16 +30,19 @@ from ._module import Module
 from .functional import _size, _t
 from .modules import BatchNorm1d, _empty, reset_weight_and_bias, weight_and_bias
 
-__all__ = ["Conv1d", "Conv2d", "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d",
-           "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
-           "BatchNorm2d", "MaxUnpool1d", "MaxUnpool2d", "LPPool1d", "LPPool2d",
-           "SyncBatchNorm", "ChannelShuffle"]
-FUNCTIONAL = ["conv1d", "conv2d", "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d",
-              "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d",
-              "adaptive_max_pool2d", "max_unpool1d", "max_unpool2d", "lp_pool1d", "lp_pool2d",
-              "max_pool1d_with_indices", "max_pool2d_with_indices",
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d",
+           "AvgPool2d", "AvgPool3d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d",
+           "AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d",
+           "BatchNorm2d", "BatchNorm3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d",
+           "LPPool1d", "LPPool2d", "LPPool3d", "SyncBatchNorm", "ChannelShuffle"]
+FUNCTIONAL = ["conv1d", "conv2d", "conv3d", "max_pool1d", "max_pool2d", "max_pool3d",
+              "avg_pool1d", "avg_pool2d", "avg_pool3d", "adaptive_avg_pool1d",
+              "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool1d",
+              "adaptive_max_pool2d", "adaptive_max_pool3d", "max_unpool1d", "max_unpool2d",
+              "max_unpool3d", "lp_pool1d", "lp_pool2d", "lp_pool3d", "max_pool1d_with_indices",
+              "max_pool2d_with_indices", "max_pool3d_with_indices",
               "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices",
-              "channel_shuffle"]
+              "adaptive_max_pool3d_with_indices", "channel_shuffle"]
 
 
 # --- helpers -----------------------------------------------------------------------------
@@ -289,8 +293,14 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return _conv(input, weight, bias, stride, padding, dilation, groups, 2, "conv2d")
 
 
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    return _conv(input, weight, bias, stride, padding, dilation, groups, 3, "conv3d")
+
+
 conv1d.__doc__ = _CONV_DOC.format(n=1, sp="L", ks="k", osp="L_out", n1=2, n2=3)
 conv2d.__doc__ = _CONV_DOC.format(n=2, sp="H, W", ks="kH, kW", osp="H_out, W_out", n1=3, n2=4)
+conv3d.__doc__ = _CONV_DOC.format(n=3, sp="D, H, W", ks="kD, kH, kW",
+                                  osp="D_out, H_out, W_out", n1=4, n2=5)
 
 
 # --- pooling -----------------------------------------------------------------------------
@@ -336,9 +346,17 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
                      return_indices, 2, "max_pool2d")
 
 
+def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode,
+                     return_indices, 3, "max_pool3d")
+
+
 max_pool1d.__doc__ = _MAX_DOC.format(n=1, sp="L", osp="L_out", plane="``l``", n1=2, n2=3)
 max_pool2d.__doc__ = _MAX_DOC.format(n=2, sp="H, W", osp="H_out, W_out",
                                      plane="``h * W + w``", n1=3, n2=4)
+max_pool3d.__doc__ = _MAX_DOC.format(n=3, sp="D, H, W", osp="D_out, H_out, W_out",
+                                     plane="``(d * H + h) * W + w``", n1=4, n2=5)
 
 
 def _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
@@ -392,9 +410,17 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                      divisor_override, 2, "avg_pool2d")
 
 
+def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True, divisor_override=None):
+    return _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                     divisor_override, 3, "avg_pool3d")
+
+
 avg_pool1d.__doc__ = _AVG_DOC.format(n=1, sp="L", osp="L_out", div="", n1=2, n2=3)
 avg_pool2d.__doc__ = _AVG_DOC.format(n=2, sp="H, W", osp="H_out, W_out", n1=3, n2=4,
                                      div="``divisor_override`` when given, else ")
+avg_pool3d.__doc__ = _AVG_DOC.format(n=3, sp="D, H, W", osp="D_out, H_out, W_out", n1=4,
+                                     n2=5, div="``divisor_override`` when given, else ")
 
 
 def _adaptive_bounds(input, output_size, n, fname):
@@ -485,10 +511,20 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
     return _adaptive_max(input, output_size, return_indices, 2, "adaptive_max_pool2d")
 
 
+def adaptive_avg_pool3d(input, output_size):
+    return _adaptive_avg(input, output_size, 3, "adaptive_avg_pool3d")
+
+
+def adaptive_max_pool3d(input, output_size, return_indices=False):
+    return _adaptive_max(input, output_size, return_indices, 3, "adaptive_max_pool3d")
+
+
+_SPATIAL = {1: ("L", "O"), 2: ("H, W", "O_H, O_W"), 3: ("D, H, W", "O_D, O_H, O_W")}
 for _fn, _kind, _n in ((adaptive_avg_pool1d, "average", 1), (adaptive_avg_pool2d, "average", 2),
-                       (adaptive_max_pool1d, "max", 1), (adaptive_max_pool2d, "max", 2)):
+                       (adaptive_avg_pool3d, "average", 3), (adaptive_max_pool1d, "max", 1),
+                       (adaptive_max_pool2d, "max", 2), (adaptive_max_pool3d, "max", 3)):
     _fn.__doc__ = _ADAPTIVE_DOC.format(
-        kind=_kind, n=_n, sp="L" if _n == 1 else "H, W", osp="O" if _n == 1 else "O_H, O_W",
+        kind=_kind, n=_n, sp=_SPATIAL[_n][0], osp=_SPATIAL[_n][1],
         tuple_note="" if _n == 1 else "; None keeps that dim's input size", n1=_n + 1,
         n2=_n + 2, extra=_MAX_EXTRA if _kind == "max" else "")
 
@@ -578,20 +614,44 @@ def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_siz
                        "max_unpool2d")
 
 
+def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The partial inverse of :func:`max_pool3d` (see :func:`max_unpool1d`): input
+    (N, C, D, H, W) or (C, D, H, W), as ``torch.nn.functional.max_unpool3d``."""
+    return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 3,
+                       "max_unpool3d")
+
+
+def _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, n):
+    """``(sum_window x^p)^(1/p)``: ``avg_pool`` of ``x^p`` times the window size, as
+    PyTorch's; ``p = inf`` is max pooling of ``|x|`` and ``p = -inf`` the minimum of
+    ``|x|`` (as PyTorch)."""
+    x = _t(input)
+    if isinstance(norm_type, (int, float)) and math.isinf(norm_type):
+        sign = 1 if norm_type > 0 else -1
+        return sign * globals()[f"max_pool{n}d"](sign * _ops.abs(x), kernel_size, stride, 0,
+                                                 1, ceil_mode)
+    out = globals()[f"avg_pool{n}d"](x ** norm_type, kernel_size, stride, 0, ceil_mode)
+    k = math.prod(_tup(kernel_size, n, "kernel_size", f"lp_pool{n}d"))
+    return ((_ops.sign(out) * F.relu(_ops.abs(out))) * k) ** (1.0 / norm_type)
+
+
 def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
     """Power-average pooling ``(sum_window x^p)^(1/p)`` (N, C, L) -> (N, C, L_out), as
-    ``torch.nn.functional.lp_pool1d`` (``avg_pool1d`` of ``x^p`` times the window size)."""
-    out = avg_pool1d(_t(input) ** norm_type, kernel_size, stride, 0, ceil_mode)
-    k = _tup(kernel_size, 1, "kernel_size", "lp_pool1d")[0]
-    return ((_ops.sign(out) * F.relu(_ops.abs(out))) * k) ** (1.0 / norm_type)
+    ``torch.nn.functional.lp_pool1d`` (``avg_pool1d`` of ``x^p`` times the window size;
+    ``norm_type=inf``: max pooling of ``|x|``)."""
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 1)
 
 
 def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
     """Power-average pooling ``(sum_window x^p)^(1/p)`` (N, C, H, W) -> (N, C, H_out,
     W_out), as ``torch.nn.functional.lp_pool2d``."""
-    kh, kw = _tup(kernel_size, 2, "kernel_size", "lp_pool2d")
-    out = avg_pool2d(_t(input) ** norm_type, kernel_size, stride, 0, ceil_mode)
-    return ((_ops.sign(out) * F.relu(_ops.abs(out))) * (kh * kw)) ** (1.0 / norm_type)
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 2)
+
+
+def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """Power-average pooling ``(sum_window x^p)^(1/p)`` (N, C, D, H, W) -> (N, C, D_out,
+    H_out, W_out), as ``torch.nn.functional.lp_pool3d``."""
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 3)
 
 
 def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
@@ -606,6 +666,12 @@ def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation
     return max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
 
+def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
+                            ceil_mode=False, return_indices=True):
+    """:func:`max_pool3d` returning ``(values, indices)`` (PyTorch's name)."""
+    return max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
 def adaptive_max_pool1d_with_indices(input, output_size, return_indices=True):
     """:func:`adaptive_max_pool1d` returning ``(values, indices)`` (PyTorch's name)."""
     return adaptive_max_pool1d(input, output_size, True)
@@ -614,6 +680,11 @@ def adaptive_max_pool1d_with_indices(input, output_size, return_indices=True):
 def adaptive_max_pool2d_with_indices(input, output_size, return_indices=True):
     """:func:`adaptive_max_pool2d` returning ``(values, indices)`` (PyTorch's name)."""
     return adaptive_max_pool2d(input, output_size, True)
+
+
+def adaptive_max_pool3d_with_indices(input, output_size, return_indices=True):
+    """:func:`adaptive_max_pool3d` returning ``(values, indices)`` (PyTorch's name)."""
+    return adaptive_max_pool3d(input, output_size, True)
 
 
 def channel_shuffle(input, groups):
@@ -773,6 +844,15 @@ class Conv2d(_ConvNd):
     _n = 2
 
 
+class Conv3d(_ConvNd):
+    """3-d convolution, :func:`~chainrule.nn.functional.conv3d`: (N, C_in, D, H, W) or
+    (C_in, D, H, W) -> (N, C_out, D_out, H_out, W_out); parameters (``weight`` of shape
+    (out_channels, in_channels / groups, kD, kH, kW)), their initialisation,
+    ``padding_mode`` and errors as :class:`Conv2d`'s.
+    """
+    _n = 3
+
+
 class _MaxPoolNd(Module):
     _fn = staticmethod(max_pool2d)
 
@@ -802,40 +882,57 @@ class MaxPool2d(_MaxPoolNd):
     """:func:`~chainrule.nn.functional.max_pool2d` with the constructor's arguments."""
 
 
-class AvgPool1d(Module):
-    """:func:`~chainrule.nn.functional.avg_pool1d` with the constructor's arguments (kept
-    as 1-tuples, as PyTorch)."""
-
-    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False,
-                 count_include_pad=True):
-        super().__init__()
-        self.kernel_size = _tup(kernel_size, 1, "kernel_size", "AvgPool1d")
-        self.stride = _tup(kernel_size if stride is None else stride, 1, "stride", "AvgPool1d")
-        self.padding = _tup(padding, 1, "padding", "AvgPool1d")
-        self.ceil_mode, self.count_include_pad = ceil_mode, count_include_pad
-
-    def forward(self, input):
-        return avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
-                          self.count_include_pad)
-
-    def extra_repr(self):
-        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+class MaxPool3d(_MaxPoolNd):
+    """:func:`~chainrule.nn.functional.max_pool3d` with the constructor's arguments."""
+    _fn = staticmethod(max_pool3d)
 
 
-class AvgPool2d(AvgPool1d):
-    """:func:`~chainrule.nn.functional.avg_pool2d` with the constructor's arguments."""
+class _AvgPoolNd(Module):
+    """What the average-pooling modules share: the arguments as given (``stride=None``:
+    the kernel size), ``forward`` and the repr."""
+    _fn = staticmethod(avg_pool2d)
 
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False,
                  count_include_pad=True, divisor_override=None):
-        Module.__init__(self)
+        super().__init__()
         self.kernel_size = kernel_size
         self.stride = stride if stride is not None else kernel_size
         self.padding, self.ceil_mode = padding, ceil_mode
         self.count_include_pad, self.divisor_override = count_include_pad, divisor_override
 
     def forward(self, input):
-        return avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
-                          self.count_include_pad, self.divisor_override)
+        return self._fn(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                        self.count_include_pad, self.divisor_override)
+
+    def extra_repr(self):
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AvgPool1d(_AvgPoolNd):
+    """:func:`~chainrule.nn.functional.avg_pool1d` with the constructor's arguments (kept
+    as 1-tuples, as PyTorch)."""
+
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False,
+                 count_include_pad=True):
+        super().__init__(_tup(kernel_size, 1, "kernel_size", "AvgPool1d"),
+                         _tup(kernel_size if stride is None else stride, 1, "stride",
+                              "AvgPool1d"),
+                         _tup(padding, 1, "padding", "AvgPool1d"), ceil_mode,
+                         count_include_pad)
+        del self.divisor_override  # (PyTorch's AvgPool1d has none)
+
+    def forward(self, input):
+        return avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                          self.count_include_pad)
+
+
+class AvgPool2d(_AvgPoolNd):
+    """:func:`~chainrule.nn.functional.avg_pool2d` with the constructor's arguments."""
+
+
+class AvgPool3d(_AvgPoolNd):
+    """:func:`~chainrule.nn.functional.avg_pool3d` with the constructor's arguments."""
+    _fn = staticmethod(avg_pool3d)
 
 
 class _AdaptivePool(Module):
@@ -861,9 +958,13 @@ class AdaptiveAvgPool2d(_AdaptivePool):
     """:func:`~chainrule.nn.functional.adaptive_avg_pool2d` to ``output_size``."""
 
 
-class AdaptiveMaxPool1d(_AdaptivePool):
-    """:func:`~chainrule.nn.functional.adaptive_max_pool1d` to ``output_size``."""
-    _fn = staticmethod(adaptive_max_pool1d)
+class AdaptiveAvgPool3d(_AdaptivePool):
+    """:func:`~chainrule.nn.functional.adaptive_avg_pool3d` to ``output_size``."""
+    _fn = staticmethod(adaptive_avg_pool3d)
+
+
+class _AdaptiveMaxPoolNd(_AdaptivePool):
+    _fn = staticmethod(adaptive_max_pool2d)
 
     def __init__(self, output_size, return_indices=False):
         super().__init__(output_size)
@@ -873,12 +974,31 @@ class AdaptiveMaxPool1d(_AdaptivePool):
         return self._fn(input, self.output_size, self.return_indices)
 
 
-class AdaptiveMaxPool2d(AdaptiveMaxPool1d):
+class AdaptiveMaxPool1d(_AdaptiveMaxPoolNd):
+    """:func:`~chainrule.nn.functional.adaptive_max_pool1d` to ``output_size``."""
+    _fn = staticmethod(adaptive_max_pool1d)
+
+
+class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
     """:func:`~chainrule.nn.functional.adaptive_max_pool2d` to ``output_size``."""
-    _fn = staticmethod(adaptive_max_pool2d)
 
 
-class BatchNorm2d(BatchNorm1d):
+class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
+    """:func:`~chainrule.nn.functional.adaptive_max_pool3d` to ``output_size``."""
+    _fn = staticmethod(adaptive_max_pool3d)
+
+
+class _BatchNormNd(BatchNorm1d):
+    """:class:`~chainrule.nn.BatchNorm1d` for inputs of exactly ``_ndim`` dims."""
+    _ndim = 4
+
+    def _check_input_dim(self, input):
+        if input.ndim != self._ndim:
+            raise ValueError(f"{type(self).__name__}: expected {self._ndim}D input (got "
+                             f"{input.ndim}D input of shape {list(input.shape)})")
+
+
+class BatchNorm2d(_BatchNormNd):
     """Batch normalisation of (N, C, H, W) inputs, per channel C: as
     :class:`~chainrule.nn.BatchNorm1d` (parameters, buffers, running statistics, train and
     eval modes).
@@ -886,10 +1006,14 @@ class BatchNorm2d(BatchNorm1d):
     Raises ValueError for an input that is not 4-D.
     """
 
-    def _check_input_dim(self, input):
-        if input.ndim != 4:
-            raise ValueError(f"BatchNorm2d: expected 4D input (got {input.ndim}D input of "
-                             f"shape {list(input.shape)})")
+
+class BatchNorm3d(_BatchNormNd):
+    """Batch normalisation of (N, C, D, H, W) inputs, per channel C, as
+    :class:`BatchNorm2d`.
+
+    Raises ValueError for an input that is not 5-D.
+    """
+    _ndim = 5
 
 
 class _MaxUnpoolNd(Module):
@@ -904,8 +1028,8 @@ class _MaxUnpoolNd(Module):
         self.padding = _tup(padding, n, "padding", type(self).__name__)
 
     def forward(self, input, indices, output_size=None):
-        fn = max_unpool1d if self._n == 1 else max_unpool2d
-        return fn(input, indices, self.kernel_size, self.stride, self.padding, output_size)
+        return globals()[f"max_unpool{self._n}d"](input, indices, self.kernel_size,
+                                                  self.stride, self.padding, output_size)
 
     def extra_repr(self):
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
@@ -923,11 +1047,23 @@ class MaxUnpool2d(_MaxUnpoolNd):
     _n = 2
 
 
+class MaxUnpool3d(_MaxUnpoolNd):
+    """:func:`~chainrule.nn.functional.max_unpool3d` with the constructor's arguments;
+    ``forward(input, indices, output_size=None)``."""
+    _n = 3
+
+
 class _LPPoolNd(Module):
+    _n = 2
+
     def __init__(self, norm_type, kernel_size, stride=None, ceil_mode=False):
         super().__init__()
         self.norm_type, self.kernel_size = norm_type, kernel_size
         self.stride, self.ceil_mode = stride, ceil_mode
+
+    def forward(self, input):
+        return globals()[f"lp_pool{self._n}d"](input, self.norm_type, self.kernel_size,
+                                               self.stride, self.ceil_mode)
 
     def extra_repr(self):
         return (f"norm_type={self.norm_type}, kernel_size={self.kernel_size}, "
@@ -936,16 +1072,16 @@ class _LPPoolNd(Module):
 
 class LPPool1d(_LPPoolNd):
     """:func:`~chainrule.nn.functional.lp_pool1d` with the constructor's arguments."""
-
-    def forward(self, input):
-        return lp_pool1d(input, self.norm_type, self.kernel_size, self.stride, self.ceil_mode)
+    _n = 1
 
 
 class LPPool2d(_LPPoolNd):
     """:func:`~chainrule.nn.functional.lp_pool2d` with the constructor's arguments."""
 
-    def forward(self, input):
-        return lp_pool2d(input, self.norm_type, self.kernel_size, self.stride, self.ceil_mode)
+
+class LPPool3d(_LPPoolNd):
+    """:func:`~chainrule.nn.functional.lp_pool3d` with the constructor's arguments."""
+    _n = 3
 
 
 class SyncBatchNorm(BatchNorm1d):

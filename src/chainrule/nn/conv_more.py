@@ -1,7 +1,7 @@
 """Transposed convolution, resampling, instance normalisation and im2col/col2im
 (``torch.nn``'s names and arguments), composed of chainrule's differentiable ops.
 
-- ``conv_transpose1d/2d``: one GEMM (input x weight: every input position's contribution
+- ``conv_transpose1d/2d/3d``: one GEMM (input x weight: every input position's contribution
   to its output window) and a col2im, the adjoint of :mod:`.conv`'s window gather: one
   accumulating ``index_put`` per kernel tap into a strided slice of the output. It is the
   VJP of convolution with respect to its input, as PyTorch's.
@@ -36,9 +36,11 @@ from .conv import _batched, _pad, _tup, _unbatch, _windows
 from .functional import _beside, _not_a_tensor, _size, _t, _tensor_args
 from .modules import _NormBase
 
-__all__ = ["ConvTranspose1d", "ConvTranspose2d", "Upsample", "UpsamplingNearest2d",
-           "UpsamplingBilinear2d", "InstanceNorm1d", "InstanceNorm2d", "Unfold", "Fold"]
-FUNCTIONAL = ["conv_transpose1d", "conv_transpose2d", "interpolate", "upsample",
+__all__ = ["ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d", "Upsample",
+           "UpsamplingNearest2d", "UpsamplingBilinear2d", "InstanceNorm1d", "InstanceNorm2d",
+           "InstanceNorm3d", "Unfold", "Fold"]
+FUNCTIONAL = ["conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "interpolate",
+              "upsample",
               "upsample_nearest", "upsample_bilinear", "instance_norm", "unfold", "fold",
               "affine_grid", "grid_sample"]
 
@@ -171,9 +173,17 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
                            dilation, 2, "conv_transpose2d")
 
 
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0,
+                     groups=1, dilation=1):
+    return _conv_transpose(input, weight, bias, stride, padding, output_padding, groups,
+                           dilation, 3, "conv_transpose3d")
+
+
 conv_transpose1d.__doc__ = _CONVT_DOC.format(n=1, sp="L", ks="k", osp="L_out", n1=2, n2=3)
 conv_transpose2d.__doc__ = _CONVT_DOC.format(n=2, sp="H, W", ks="kH, kW", osp="H_out, W_out",
                                              n1=3, n2=4)
+conv_transpose3d.__doc__ = _CONVT_DOC.format(n=3, sp="D, H, W", ks="kD, kH, kW",
+                                             osp="D_out, H_out, W_out", n1=4, n2=5)
 
 
 # --- unfold / fold -----------------------------------------------------------------------
@@ -286,7 +296,7 @@ def _nearest_index(L, o, scale, exact, ft, legacy):
     it. ``s = 1 / scale_factor`` or ``L / o``; the floor is taken after rounding to float32
     (``floorf``); indices are clamped to ``L - 1``.
 
-    - 1-d (``legacy=False``), in the input's float type ``ft``: ``floor(i s)``
+    - 1-d and 3-d (``legacy=False``), in the input's float type ``ft``: ``floor(i s)``
       (``'nearest'``) or ``floor(max((i + 1/2) s - 1/2, 0) + 1/2)`` (``'nearest-exact'``).
     - 2-d (``legacy=True``, ``nearest_idx``): ``s`` in float32; ``'nearest'`` copies when
       ``o == L``, takes ``i // 2`` when ``o == 2 L``, else ``floor(i s)``;
@@ -369,14 +379,15 @@ def _along(x, dim, idx):
 
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False):
-    """Down/up-sample ``input`` (N, C, L) or (N, C, H, W) to ``size`` or by
+    """Down/up-sample ``input`` (N, C, L), (N, C, H, W) or (N, C, D, H, W) to ``size`` or by
     ``scale_factor`` (a number, or one per spatial dim; output size
     ``floor(L scale_factor)``), as ``torch.nn.functional.interpolate``.
 
     Modes: ``'nearest'`` (PyTorch's legacy rule: source ``floor(i scale)``),
     ``'nearest-exact'`` (``floor((i + 0.5) scale)``), ``'linear'`` (3-D input),
     ``'bilinear'`` and ``'bicubic'`` (4-D input; Keys' cubic convolution, ``A = -0.75``,
-    taps clamped at the border, no clamping of the result), all with ``align_corners``
+    taps clamped at the border, no clamping of the result), ``'trilinear'`` (5-D input),
+    all with ``align_corners``
     (default False: pixel centres; True: corner pixels aligned, the scale factor unused),
     and ``'area'`` (adaptive average pooling). The scale used for source positions is
     ``1 / scale_factor`` when a scale factor is given (unless
@@ -396,8 +407,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     NotImplementedError
         An unknown mode or an input that is not 3-D, 4-D or 5-D (PyTorch's message); a
         linear mode on an input of the wrong rank (PyTorch's message); bicubic on an input
-        that is not 4-D (PyTorch's message); modes chainrule lacks (``'trilinear'``,
-        ``'lanczos'``), 5-D inputs, or ``antialias=True``, each naming what is missing.
+        that is not 4-D (PyTorch's message); ``'lanczos'`` (which chainrule lacks) or
+        ``antialias=True``, each naming what is missing.
     """
     x = _t(input)
     if mode in ("nearest", "area", "nearest-exact"):
@@ -466,25 +477,21 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
             f"interpolate: Input Error: Only 3D, 4D and 5D input Tensors supported (got "
             f"{x.ndim}D) for the modes: nearest | linear | bilinear | bicubic | trilinear | "
             f"lanczos | area | nearest-exact (got {mode})")
-    if mode in ("trilinear", "lanczos"):
+    if mode == "lanczos":
         raise NotImplementedError(f"interpolate: mode={mode!r} is not implemented in chainrule "
                                   "(supported: 'nearest', 'nearest-exact', 'linear', "
-                                  "'bilinear', 'bicubic', 'area')")
-    if x.ndim == 5:
-        raise NotImplementedError(f"interpolate: 5-D (volumetric) inputs are not implemented "
-                                  f"in chainrule (mode={mode!r})")
+                                  "'bilinear', 'bicubic', 'trilinear', 'area')")
     if antialias:
         raise NotImplementedError("interpolate: antialias=True is not implemented in "
                                   "chainrule")
     if min(out_size) <= 0 or min(spatial) <= 0:
-        names = ("H", "W") if dim == 2 else ("W",)
+        names = ("D", "H", "W")[3 - dim:]
         raise RuntimeError(
             "interpolate: Input and output sizes should be greater than 0, but got input ("
             + ", ".join(f"{a}: {v}" for a, v in zip(names, spatial)) + ") and output ("
             + ", ".join(f"{a}: {v}" for a, v in zip(names, out_size)) + ")")
     if mode == "area":
-        return (_cv.adaptive_avg_pool1d if dim == 1 else _cv.adaptive_avg_pool2d)(
-            x, tuple(out_size))
+        return getattr(_cv, f"adaptive_avg_pool{dim}d")(x, tuple(out_size))
     scales = [None] * dim if scales is None else scales
     ft = np.float64 if numpy_dtype(x.dtype) == np.float64 else np.float32  # PyTorch's opmath
     out, dt = x, numpy_dtype(x.dtype)
@@ -602,34 +609,33 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
 # --- spatial transformers ----------------------------------------------------------------
 
 def affine_grid(theta, size, align_corners=None):
-    """The sampling grid of a batch of 2-d affine maps, as
+    """The sampling grid of a batch of 2-d or 3-d affine maps, as
     ``torch.nn.functional.affine_grid``: ``theta`` (N, 2, 3) and ``size`` ``(N, C, H, W)``
     give a grid (N, H, W, 2) whose ``[n, i, j]`` is ``theta[n] @ (x_j, y_i, 1)``, with
     ``x_j``, ``y_i`` the pixel positions normalised to [-1, 1] (corner pixel centres at
-    -1 and 1 with ``align_corners=True``; else the pixel edges, default False).
-    Differentiable in ``theta``.
+    -1 and 1 with ``align_corners=True``; else the pixel edges, default False); ``theta``
+    (N, 3, 4) and ``size`` ``(N, C, D, H, W)`` likewise give (N, D, H, W, 3), whose
+    ``[n, k, i, j]`` is ``theta[n] @ (x_j, y_i, z_k, 1)``. Differentiable in ``theta``.
 
     Raises
     ------
     ValueError
-        ``theta`` not of shape (N, 2, 3) for a 4-element ``size``, or a non-positive size.
+        ``theta`` not of shape (N, 2, 3) for a 4-element ``size`` (or (N, 3, 4) for a
+        5-element one), or a non-positive size.
     NotImplementedError
-        A 5-element (volumetric) ``size``.
+        A ``size`` of other than 4 or 5 elements (PyTorch's message).
     """
     theta = _t(theta)
     if align_corners is None:
         align_corners = False
     size = tuple(int(v) for v in size)
-    if len(size) == 5:
-        raise NotImplementedError("affine_grid: 3-d (volumetric) grids are not implemented in "
-                                  "chainrule")
-    if len(size) != 4:
+    if len(size) not in (4, 5):
         raise NotImplementedError(f"affine_grid only supports 4D and 5D sizes, for 2D and 3D "
                                   f"affine transforms, respectively. Got size {size}.")
-    N, _, H, W = size
-    if tuple(theta.shape) != (N, 2, 3) or not dtype_kind(theta.dtype) == "f":
-        raise ValueError(f"Expected a batch of 2D affine matrices of shape Nx2x3 for size "
-                         f"{size}. Got {tuple(theta.shape)}.")
+    n, N, spatial = len(size) - 2, size[0], size[2:]
+    if tuple(theta.shape) != (N, n, n + 1) or not dtype_kind(theta.dtype) == "f":
+        raise ValueError(f"Expected a batch of {n}D affine matrices of shape Nx{n}x{n + 1} for "
+                         f"size {size}. Got {tuple(theta.shape)}.")
     if min(size) <= 0:
         raise ValueError(f"Expected non-zero, positive output size. Got {size}")
 
@@ -646,11 +652,11 @@ def affine_grid(theta, size, align_corners=None):
                      1 - step * (n - 1 - i).astype(wide)).astype(dt)
         return v if align_corners else v * dt.type(n - 1) / dt.type(n)
 
-    xs, ys = np.meshgrid(lin(W), lin(H))  # (H, W) each
-    base = np.stack([xs, ys, np.ones_like(xs)], -1).reshape(1, H * W, 3)
-    base = _beside(theta, base.astype(dt))
-    grid = _ops.matmul(base, _ops.transpose(theta, 1, 2))  # (N, H W, 2)
-    return grid.reshape(N, H, W, 2)
+    axes = np.meshgrid(*(lin(L) for L in spatial), indexing="ij")  # (*spatial) each
+    base = np.stack([*reversed(axes), np.ones_like(axes[0])], -1)  # (x, y[, z], 1)
+    base = _beside(theta, base.reshape(1, math.prod(spatial), n + 1).astype(dt))
+    grid = _ops.matmul(base, _ops.transpose(theta, 1, 2))  # (N, prod(spatial), n)
+    return grid.reshape(N, *spatial, n)
 
 
 def _unnormalize(coord, size, align_corners):
@@ -686,22 +692,25 @@ def _source_coord(coord, size, padding_mode, align_corners):
 def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
     """Sample ``input`` (N, C, H, W) at the normalised positions ``grid`` (N, Ho, Wo, 2),
     ``grid[..., 0]`` the x (width) and ``grid[..., 1]`` the y (height) coordinate in
-    [-1, 1], as ``torch.nn.functional.grid_sample``; output (N, C, Ho, Wo).
+    [-1, 1], as ``torch.nn.functional.grid_sample``; output (N, C, Ho, Wo). A volumetric
+    ``input`` (N, C, D, H, W) takes a grid (N, Do, Ho, Wo, 3) whose ``[..., 2]`` is the z
+    (depth) coordinate; output (N, C, Do, Ho, Wo).
 
-    ``mode``: ``'bilinear'`` (differentiable in ``input`` and ``grid``) or ``'nearest'``
-    (round half to even; no gradient to ``grid``). ``padding_mode``: ``'zeros'`` (samples
-    outside read 0), ``'border'`` (coordinates clamped to the edge, no gradient to a
-    clamped coordinate) or ``'reflection'`` (reflected at the border). ``align_corners``
-    as :func:`affine_grid` (default False).
+    ``mode``: ``'bilinear'`` (trilinear for 5-d inputs; differentiable in ``input`` and
+    ``grid``) or ``'nearest'`` (round half to even; no gradient to ``grid``).
+    ``padding_mode``: ``'zeros'`` (samples outside read 0), ``'border'`` (coordinates
+    clamped to the edge, no gradient to a clamped coordinate) or ``'reflection'``
+    (reflected at the border). ``align_corners`` as :func:`affine_grid` (default False).
 
     Raises
     ------
     ValueError
         An unknown ``mode`` or ``padding_mode``.
     RuntimeError
-        Inputs of the wrong rank, or batch sizes / the grid's last dim that do not match.
+        Inputs of the wrong rank, batch sizes / the grid's last dim that do not match, or
+        ``mode='bicubic'`` with a 5-d input (PyTorch's messages).
     NotImplementedError
-        ``mode='bicubic'`` or a 5-d (volumetric) input.
+        ``mode='bicubic'`` (4-d input).
     """
     x, g = _t(input), _t(grid)
     if mode not in ("bilinear", "nearest", "bicubic"):
@@ -710,63 +719,65 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     if padding_mode not in ("zeros", "border", "reflection"):
         raise ValueError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', "
                          f"'border', or 'reflection', but got: '{padding_mode}'")
-    if x.ndim == 5:
-        raise NotImplementedError("grid_sample: 5-d (volumetric) inputs are not implemented in "
-                                  "chainrule")
-    if mode == "bicubic":
-        raise NotImplementedError("grid_sample: mode='bicubic' is not implemented in chainrule")
-    if x.ndim != 4 or g.ndim != 4:
-        raise RuntimeError(f"grid_sampler(): expected 4D input and grid with same number of "
-                           f"dimensions, but got input with sizes {list(x.shape)} and grid "
+    if x.ndim not in (4, 5) or g.ndim != x.ndim:
+        raise RuntimeError(f"grid_sampler(): expected 4D or 5D input and grid with same number "
+                           f"of dimensions, but got input with sizes {list(x.shape)} and grid "
                            f"with sizes {list(g.shape)}")
-    N, C, H, W = x.shape
-    if g.shape[0] != N or g.shape[3] != 2:
-        raise RuntimeError(f"grid_sampler(): expected grid to have size 2 in last dimension "
+    n = x.ndim - 2
+    if mode == "bicubic":
+        if n == 3:
+            raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
+        raise NotImplementedError("grid_sample: mode='bicubic' is not implemented in chainrule")
+    N, C, *sizes = x.shape
+    if g.shape[0] != N or g.shape[-1] != n:
+        raise RuntimeError(f"grid_sampler(): expected grid to have size {n} in last dimension "
                            f"and the same batch size as input, but got grid with sizes "
                            f"{list(g.shape)} and input with sizes {list(x.shape)}")
     if align_corners is None:
         align_corners = False
-    Ho, Wo = g.shape[1], g.shape[2]
-    ix = _source_coord(g[..., 0], W, padding_mode, align_corners)  # (N, Ho, Wo)
-    iy = _source_coord(g[..., 1], H, padding_mode, align_corners)
-    flat = x.reshape(N, C, H * W)
-    dt = numpy_dtype(x.dtype)
+    outs = tuple(g.shape[1:-1])
+    # spatial dim i (D, H, W order) is read from the grid's coordinate n - 1 - i (x: W)
+    coords = [_source_coord(g[..., n - 1 - i], L, padding_mode, align_corners)
+              for i, L in enumerate(sizes)]  # (N, *outs) each
+    flat = x.reshape(N, C, math.prod(sizes))
+    P, dt = math.prod(outs), numpy_dtype(x.dtype)
 
-    def pick(xi, yi):
-        """input at the integer positions (xi, yi) (arrays (N, Ho, Wo)), 0 outside."""
-        inside = (xi >= 0) & (xi < W) & (yi >= 0) & (yi < H)
-        index = (np.clip(yi, 0, H - 1) * W + np.clip(xi, 0, W - 1)).astype(np.int64)
-        index = np.broadcast_to(index.reshape(N, 1, Ho * Wo), (N, C, Ho * Wo))
+    def pick(idx):
+        """input at the integer positions ``idx`` (one array (N, *outs) per spatial dim),
+        0 outside."""
+        inside, index = True, 0
+        for a, L in zip(idx, sizes):
+            inside = inside & (a >= 0) & (a < L)
+            index = index * L + np.clip(a, 0, L - 1)
+        index = np.broadcast_to(index.astype(np.int64).reshape(N, 1, P), (N, C, P))
         vals = _ops.gather(flat, 2, _beside(x, np.ascontiguousarray(index)))
-        mask = _beside(x, inside.reshape(N, 1, Ho * Wo).astype(dt))
-        return (vals * mask).reshape(N, C, Ho, Wo)
+        mask = _beside(x, inside.reshape(N, 1, P).astype(dt))
+        return (vals * mask).reshape(N, C, *outs)
 
-    xv, yv = np.asarray(ix.detach().numpy()), np.asarray(iy.detach().numpy())
+    vs = [np.asarray(c.detach().numpy()) for c in coords]
     if mode == "nearest":
         # the grid gets a zero gradient (not none), as PyTorch's
-        finite = _beside(x, np.isfinite(xv) & np.isfinite(yv))
-        zero = _ops.where(finite, ix * 0 + iy * 0, 0.0)
+        finite = _beside(x, np.logical_and.reduce([np.isfinite(v) for v in vs]))
+        zero = _ops.where(finite, sum(c * 0 for c in reversed(coords)), 0.0)
         with np.errstate(invalid="ignore"):
-            xn, yn = np.rint(xv), np.rint(yv)
-        xn = np.where(np.isfinite(xn), xn, -1).astype(np.int64)
-        yn = np.where(np.isfinite(yn), yn, -1).astype(np.int64)
-        return pick(xn, yn) + _ops.unsqueeze(zero, 1)
-    x0, y0 = np.floor(xv), np.floor(yv)
-    x0t, y0t = _beside(x, x0.astype(dt)), _beside(x, y0.astype(dt))
-    wx1, wy1 = ix - x0t, iy - y0t  # weights of the right / lower neighbours
-    wx0, wy0 = 1 - wx1, 1 - wy1
-    xi, yi = x0.astype(np.int64), y0.astype(np.int64)
+            near = [np.rint(v) for v in vs]
+        near = [np.where(np.isfinite(r), r, -1).astype(np.int64) for r in near]
+        return pick(near) + _ops.unsqueeze(zero, 1)
+    lows = [np.floor(v) for v in vs]
+    ups = [c - _beside(x, lo.astype(dt)) for c, lo in zip(coords, lows)]  # upper weights
+    weights = [(1 - u, u) for u in ups]
+    lows = [lo.astype(np.int64) for lo in lows]
     out = 0
-    for dx, dy, w in ((0, 0, wx0 * wy0), (1, 0, wx1 * wy0), (0, 1, wx0 * wy1),
-                      (1, 1, wx1 * wy1)):
-        out = out + pick(xi + dx, yi + dy) * _ops.unsqueeze(w, 1)
+    for corner in itertools.product((0, 1), repeat=n):  # (the last dim varies fastest)
+        w = math.prod(weights[i][corner[i]] for i in reversed(range(n)))
+        out = out + pick([lo + c for lo, c in zip(lows, corner)]) * _ops.unsqueeze(w, 1)
     return out
 
 
 for _name in FUNCTIONAL:  # an error preparing the arguments names the function; None for
     # a Tensor parameter is PyTorch's TypeError naming the argument
-    _names = {"conv_transpose1d": ("input", "weight"), "conv_transpose2d": ("input", "weight"),
-              "affine_grid": ("theta",), "grid_sample": ("input", "grid")}.get(_name, ("input",))
+    _names = {"affine_grid": ("theta",), "grid_sample": ("input", "grid")}.get(
+        _name, ("input", "weight") if _name.startswith("conv_transpose") else ("input",))
     globals()[_name] = _tensor_args(*_names, fname=_name)(name_errors(globals()[_name]))
 del _name, _names
 
@@ -847,6 +858,15 @@ class ConvTranspose2d(_ConvTransposeNd):
     other than ``'zeros'``, a padding string, or an ``output_size`` out of reach.
     """
     _n = 2
+
+
+class ConvTranspose3d(_ConvTransposeNd):
+    """3-d transposed convolution, :func:`~chainrule.nn.functional.conv_transpose3d`:
+    (N, C_in, D, H, W) or (C_in, D, H, W) -> (N, C_out, D_out, H_out, W_out); ``weight``
+    (in_channels, out_channels / groups, kD, kH, kW), its initialisation, ``forward`` and
+    errors as :class:`ConvTranspose2d`'s.
+    """
+    _n = 3
 
 
 class Upsample(Module):
@@ -954,6 +974,17 @@ class InstanceNorm2d(_InstanceNorm):
     """
     _no_batch_dim = 3
     _dims = (3, 4)
+
+
+class InstanceNorm3d(_InstanceNorm):
+    """Instance normalisation of (N, C, D, H, W) or unbatched (C, D, H, W) inputs, as
+    :class:`InstanceNorm1d` over D, H and W.
+
+    Raises ValueError for an input that is not 4-D or 5-D, for a channel count other than
+    ``num_features`` when ``affine`` (a UserWarning otherwise).
+    """
+    _no_batch_dim = 4
+    _dims = (4, 5)
 
 
 class Unfold(Module):
