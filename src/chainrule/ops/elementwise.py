@@ -309,7 +309,10 @@ NEG = defop(
 @xp_kernel
 def _sign_forward(xp, x):
     s = xp.sign(x)
-    if getattr(x.dtype, "kind", None) != "f" and dtype_kind(x.dtype) != "f":
+    dtype = getattr(x, "dtype", None)
+    if dtype is None:  # a Python number
+        return s if x == x else s.dtype.type(0)
+    if getattr(dtype, "kind", None) != "f" and dtype_kind(dtype) != "f":
         return s
     return xp.where(xp.isnan(x), xp.zeros_like(s), s)  # sign(NaN) = 0, as PyTorch
 
