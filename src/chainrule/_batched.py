@@ -245,6 +245,16 @@ class Batched:
     def __bool__(self):
         raise TypeError("the truth value of a Batched value is ambiguous")
 
+    def shares_memory(self, other):
+        """Whether this batch's stack is a view of ``other``'s (a view op's result inside
+        vmap, e.g. a reshape that did not copy: an in-place update through it must then
+        rewrite its base's history, as for plain arrays)."""
+        if not isinstance(other, Batched) or isinstance(self, DiagBatched):
+            return False
+        data = self.data
+        return isinstance(data, np.ndarray) and data.base is not None and \
+            np.may_share_memory(data, other.data)
+
     def rows(self, shape=None, dtype=None):
         """A fresh array ``(B, *shape)`` (default: the logical shape) of the rows, broadcast
         to ``shape`` and cast to ``dtype``."""
@@ -456,7 +466,15 @@ def _index_put_batched(x, indices, values, accumulate):
     if _is_basic(indices):  # a view; no index repeats, so accumulating is adding
         index = indices if isinstance(indices, tuple) else (indices,)
         target = out[(slice(None),) + index]
-        vals = _lift(values, target.ndim - 1) if isinstance(values, Batched) else values
+        vals = values
+        if isinstance(values, Batched):
+            extra = values.ndim - (target.ndim - 1)
+            if extra > 0 and all(n == 1 for n in values.shape[:extra]):
+                # leading size-1 dims of the values beyond the target's are dropped, as
+                # NumPy's (and PyTorch's) assignment does (``x[0] = v`` with v of shape (1,))
+                vals = values.data.reshape(values.data.shape[:1] + values.shape[extra:])
+            else:
+                vals = _lift(values, target.ndim - 1)
         if accumulate:
             target += vals
         else:

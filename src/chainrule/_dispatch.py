@@ -523,6 +523,12 @@ def _foreign(op, inputs, attrs):
         result = _record(op, inputs, datas, attrs, out, mask)
         if backend.lazy and not op.variadic:
             _chunked_shapes(result, datas, out, attrs)
+    elif op.view and op.nout == 1 and isinstance(inputs[0], Tensor) and \
+            hasattr(out, "shares_memory"):
+        # a view of a batch inside vmap: remembered as a view, as _view_plain does for
+        # NumPy's, so that an update through it with a tensor that requires grad rewrites
+        # its root's history (``y.clone()[0].mul_(x)``)
+        result = _view_plain(op, inputs[0], out, attrs)
     else:
         result = _plain(op, out, inputs[0]._vc if op.view and isinstance(inputs[0], Tensor)
                         else [0])
@@ -666,8 +672,9 @@ def shares_memory(out, data):
     """True when array ``out`` is a view of ``data``'s memory. An op declared as a view
     (reshape) may have had to copy; then its result is a fresh tensor, not a view. Arrays
     of other backends are never treated as views (Dask arrays are immutable)."""
-    if out.__class__ is not _ndarray:
-        return False
+    if out.__class__ is not _ndarray:  # a batch inside vmap: a view when its stack is
+        shares = getattr(out, "shares_memory", None)
+        return shares is not None and shares(data)
     base = out.base
     if base is None:
         return False

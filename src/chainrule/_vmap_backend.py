@@ -70,6 +70,8 @@ class VBatched(Batched):
         # of dest's logical shape): each sample's rows take that sample's value
         if index is not Ellipsis and index != (Ellipsis,):
             raise NotBatchable("vmap: an in-place write into part of a batched value")
+        if not self.data.flags.writeable:  # a read-only view of the batch (a broadcast)
+            raise NotBatchable("vmap: an in-place write into a read-only batched view")
         if isinstance(value, Batched):
             value = _b._lift(value, self.ndim).data
         self.data[...] = value
@@ -165,7 +167,26 @@ def _swapaxes(x, a, b):
 
 
 def _diagonal(x, offset=0, axis1=0, axis2=1):
-    return _v(_b._diagonal(x, offset, axis1, axis2))
+    """The diagonal as a view of the batch that can be written (NumPy's ``diagonal`` is
+    read-only; the in-place layer writes a batched view's new value through it, as it does
+    for the views that indexing makes), so ``y.diagonal().add_(1)`` updates ``y``."""
+    if not isinstance(x, Batched) or isinstance(x, DiagBatched):
+        return _v(_b._diagonal(x, offset, axis1, axis2))
+    data = x.data
+    a1, a2 = _axis(axis1, x.ndim), _axis(axis2, x.ndim)
+    if not data.flags.writeable or a1 == a2:
+        return _v(_b._diagonal(x, offset, axis1, axis2))
+    index = [slice(None)] * data.ndim
+    if offset >= 0:
+        index[a2] = slice(min(offset, data.shape[a2]), None)
+    else:
+        index[a1] = slice(min(-offset, data.shape[a1]), None)
+    planes = np.moveaxis(data[tuple(index)], (a1, a2), (-2, -1))
+    n = min(planes.shape[-2:])
+    view = np.lib.stride_tricks.as_strided(
+        planes, planes.shape[:-2] + (n,), planes.strides[:-2] +
+        (planes.strides[-2] + planes.strides[-1],))
+    return VBatched(view)
 
 
 def _flip(x, axis=None):

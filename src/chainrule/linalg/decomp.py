@@ -209,6 +209,18 @@ def _big(x, scale):
     return xp.abs(x) > _scaled(xp, _eps(x), scale)
 
 
+def _rows_mask(mask, x):
+    """A mask computed from the stacked rows of a batch of tangents ``x`` (``_data``: batch
+    axis first) as a batch again, so that it lines up with ``x``'s rows instead of counting
+    its batch axis as a logical dim (``jacfwd``, ``hessian``: a degenerate pair gives nan
+    in each column whose tangent splits it)."""
+    batched = BATCHING.batched
+    if mask is None or batched is None or isinstance(mask, batched) or \
+            not isinstance(x, batched):
+        return mask
+    return batched(mask)
+
+
 def _inverse_gaps(F, gaps, near, undefined=None):
     """``1 / gaps`` off the diagonal, 0 on it and where ``near`` (a gap that is ~0); NaN
     where ``undefined`` (for a JVP whose tangent splits a degenerate pair)."""
@@ -507,7 +519,7 @@ def _eigh_jvp(F, t, out, UPLO):
     X = F.matmul(F.mT(V), F.matmul(_sym(F, t), V))
     E = F.unsqueeze(L, -2) - F.unsqueeze(L, -1)
     near = _near_equal(L)
-    undefined = near & _big(_data(X), _fro(X)) if _maybe(near) else None
+    undefined = _rows_mask(near & _big(_data(X), _fro(X)), X) if _maybe(near) else None
     dV = F.matmul(V, X * _inverse_gaps(F, E, near, undefined))
     return F.diagonal(X, 0, -2, -1), dV
 
@@ -669,10 +681,11 @@ def _svd_jvp(F, t, out, full_matrices):
     sym, skew = dP + F.mT(dP), dP - F.mT(dP)
     scale = _fro(dP)
     inv_minus = _inverse_gaps(F, minus, near,
-                              near & _big(_data(sym), scale) if _maybe(near) else None)
+                              _rows_mask(near & _big(_data(sym), scale), sym)
+                              if _maybe(near) else None)
     inv_plus = _inverse_gaps(F, plus, both_zero,
-                             both_zero & _big(_data(skew), scale) if _maybe(both_zero)
-                             else None)
+                             _rows_mask(both_zero & _big(_data(skew), scale), skew)
+                             if _maybe(both_zero) else None)
     # (dP S + S dP^T) / E and (S dP + dP^T S) / E, E_ij = s_j^2 - s_i^2, split as in the VJP
     dU = F.matmul(U, 0.5 * (sym * inv_minus + skew * inv_plus))
     dV = F.matmul(V, 0.5 * (sym * inv_minus - skew * inv_plus))
@@ -680,12 +693,14 @@ def _svd_jvp(F, t, out, full_matrices):
     if m > k:
         dAV = F.matmul(t, V)
         P = dAV - F.matmul(U, F.matmul(F.mT(U), dAV))
-        undefined = small & _big(_col_norms(P, S)[..., None, :], _fro(P))[..., 0, :]
+        undefined = _rows_mask(small & _big(_col_norms(P, S)[..., None, :], _fro(P))[..., 0, :],
+                               P)
         dU = dU + P * F.unsqueeze(_inverse_singular(F, S, small, undefined), -2)
     if n > k:
         dAtU = F.matmul(F.mT(t), U)
         P = dAtU - F.matmul(V, F.matmul(Vh, dAtU))
-        undefined = small & _big(_col_norms(P, S)[..., None, :], _fro(P))[..., 0, :]
+        undefined = _rows_mask(small & _big(_col_norms(P, S)[..., None, :], _fro(P))[..., 0, :],
+                               P)
         dV = dV + P * F.unsqueeze(_inverse_singular(F, S, small, undefined), -2)
     if full_matrices and m > k:  # complement: U1^T dU2 = -dU1^T U2, U2^T dU2 = 0
         U2 = Uf[..., :, k:]

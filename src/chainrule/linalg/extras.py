@@ -126,7 +126,7 @@ def vecdot(x, y, *, dim=-1):
     from ..ops import sum as _sum
 
     x, y = _t(x), _t(y)
-    if x.shape[dim] != y.shape[dim]:
+    if x.ndim and y.ndim and x.shape[dim] != y.shape[dim]:  # (0-d: a single entry)
         raise ShapeError(f"linalg.vecdot: x and y must have the same size along dim {dim}, "
                          f"got shapes {tuple(x.shape)} and {tuple(y.shape)}")
     if dtype_kind(x.dtype) == "c":  # complex: the Hermitian inner product, as torch

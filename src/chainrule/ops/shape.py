@@ -190,12 +190,14 @@ def movedim(input, source, destination):
                            f"({dests} dims)")
     src = wrap_dims(sources, nd, "movedim")
     dst = wrap_dims(dests, nd, "movedim")
+    if not nd:  # a 0-d tensor: dims 0 and -1 are its only dim (as PyTorch), nothing moves
+        return input
     order = [None] * nd
     for s_, d_ in zip(src, dst):
         order[d_] = s_
     rest = iter(d for d in range(nd) if d not in src)
     order = [next(rest) if o is None else o for o in order]
-    return permute(input, order) if nd else input
+    return permute(input, order)
 
 
 def squeeze(input, dim=None):
