@@ -159,6 +159,14 @@ class FunctionCtx:
         self._dirty = tensors
 
 
+# what grad_fn reads from ctx beside the attributes forward set on it; never the names the
+# library probes nodes for
+_CTX_API = frozenset(("saved_tensors", "saved_variables", "needs_input_grad",
+                      "materialize_grads", "mark_dirty", "mark_non_differentiable",
+                      "save_for_backward", "save_for_forward", "set_materialize_grads"))
+_NOT_CTX = frozenset(("plan", "op", "saved", "checks", "out_shape", "deriv"))
+
+
 class FunctionNode(Node):
     """The graph node of one ``Function.apply`` call (``<Name>Backward``)."""
 
@@ -176,6 +184,19 @@ class FunctionNode(Node):
 
     def name(self):
         return f"{self.fn.__name__}Backward"
+
+    def __getattr__(self, attr):
+        # PyTorch's grad_fn of a custom Function is its ctx: y.grad_fn.saved_tensors,
+        # .needs_input_grad and the attributes forward set on ctx are read through it
+        if attr.startswith("_") or attr in _NOT_CTX:
+            raise AttributeError(f"'{type(self).__name__}' object has no attribute '{attr}'")
+        try:
+            ctx = object.__getattribute__(self, "ctx")
+        except AttributeError:
+            ctx = None
+        if ctx is not None and (attr in _CTX_API or attr in ctx.__dict__):
+            return getattr(ctx, attr)
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{attr}'")
 
     def _output_shapes(self):
         return [None if m is None else m[0] for m in self.output_meta]
@@ -279,6 +300,17 @@ class FunctionNode(Node):
         self.ctx._freed = True
         self.ctx._saved = ()
         self.ctx._packed = None
+
+
+def _node_class(cls):
+    """The node class of Function ``cls``: a FunctionNode named ``<Name>Backward`` (as
+    ``type(y.grad_fn).__name__`` is in PyTorch), made once per Function."""
+    node_cls = cls.__dict__.get("_node_cls")
+    if node_cls is None:
+        node_cls = type(f"{cls.__name__}Backward", (FunctionNode,),
+                        {"__slots__": (), "__module__": cls.__module__})
+        cls._node_cls = node_cls
+    return node_cls
 
 
 def _expandable(shape, to):
@@ -479,7 +511,11 @@ class Function(metaclass=FunctionMeta):
         record = any(needs) and _state.STATE.enabled
         ctx = FunctionCtx(needs)
         ctx._name = cls.__name__
-        with _state.no_grad():
+        with _state.no_grad(), _no_dual_levels():
+            # forward runs with forward mode off too (as PyTorch's): its ops compute no
+            # tangents, which come from jvp alone (an op-level tangent left on an output
+            # would stand for jvp's where it returns None, or be counted twice where
+            # forward changes an input in place)
             result = _run_vmap_rule(cls, ctx, args, kwargs, record) if rule else \
                 _run_forward(cls, ctx, args, kwargs)
         single = not isinstance(result, tuple)
@@ -489,12 +525,14 @@ class Function(metaclass=FunctionMeta):
                             "must return a Tensor, or a tuple (which may hold other values "
                             "beside Tensors)")
         raw_outputs = outputs  # what forward returned (ctx saved these objects)
+        if ctx._dirty:
+            _check_dirty(cls, ctx, outputs)
         if STATE.dual_levels:
             result = _forward_mode(cls, ctx, args, result, single)
             outputs = (result,) if single else result
         if not record:
             return result
-        node = FunctionNode.__new__(FunctionNode)
+        node = _node_class(cls).__new__(_node_class(cls))
         node.fn = cls
         node.ctx = ctx
         node.pre_hooks = None
@@ -611,6 +649,23 @@ def _apply_vmap_rule(cls, args, kwargs):
     return batched[0] if single else tuple(batched)
 
 
+def _check_dirty(cls, ctx, outputs):
+    """The inputs marked dirty (changed in place by forward) must be returned as outputs,
+    as in PyTorch; each gets a new version (so a value saved from it before, by another
+    node, is found stale even when forward changed it through ``.data`` or NumPy)."""
+    for t in ctx._dirty:
+        if not any(o is t for o in outputs):
+            raise RuntimeError(f"{cls.__name__}: Some elements marked as dirty during the "
+                               "forward method were not returned as output. The inputs that "
+                               "are modified inplace must all be outputs of the Function.")
+    for t in {id(t): t for t in ctx._dirty}.values():
+        if t._vc.__class__ is not InferenceVersion:
+            t._vc[0] += 1
+    if ctx._saved:  # a dirty tensor saved by forward is saved as the output it becomes
+        ctx._versions = tuple((v[0], v[0][0]) if v is not None and any(t is d for d in ctx._dirty)
+                              else v for t, v in zip(ctx._saved, ctx._versions))
+
+
 def _dirty_output(cls, o):
     """An input that forward changed in place (``ctx.mark_dirty``) and returned: it keeps
     its identity; the caller gives it this Function's node as history."""
@@ -632,8 +687,8 @@ def _forward_mode(cls, ctx, args, result, single):
 
     levels = STATE.dual_levels
     outs = (result,) if single else result
-    fresh = [o if not isinstance(o, Tensor) else wrap(o._data) if o._extra is None else o
-             for o in outs]
+    fresh = [o if not isinstance(o, Tensor) or any(o is d for d in ctx._dirty)
+             else _without_tangents(o) for o in outs]
     for o in fresh:
         if isinstance(o, Tensor):
             o._extra = dict(o._extra or {})
@@ -645,8 +700,8 @@ def _forward_mode(cls, ctx, args, result, single):
         if ctx.materialize_grads:  # a tensor input without a tangent gets zeros, as PyTorch
             stored = [_zeros_like_data(a._data) if t is None and isinstance(a, Tensor)
                       and dtype_kind(a.dtype) in "fc" else t for a, t in zip(args, stored)]
-        out_t = _user_jvp(cls, ctx, stored, recorded, levels[:k])
-        out_t = (out_t,) if single else tuple(out_t)
+        out_t = _jvp_outputs(cls, ctx, _user_jvp(cls, ctx, stored, recorded, levels[:k]),
+                             outs, single)
         for o, t in zip(fresh, out_t):
             if not isinstance(o, Tensor) or t is None:
                 continue
@@ -663,6 +718,66 @@ def _forward_mode(cls, ctx, args, result, single):
                 b = backend_of(o._data)
                 _dual.set_tangent(o, b.xp.astype(b.xp.asarray(t), o._data.dtype), level)
     return fresh[0] if single else tuple(fresh)
+
+
+class _no_dual_levels:
+    """No dual level active (a no-op outside forward mode)."""
+
+    __slots__ = ("saved",)
+
+    def __enter__(self):
+        self.saved = STATE.dual_levels
+        if self.saved:
+            STATE.set_modes(dual_levels=())
+
+    def __exit__(self, *exc):
+        if self.saved:
+            STATE.set_modes(dual_levels=self.saved)
+        return False
+
+
+def _jvp_outputs(cls, ctx, out_t, outs, single):
+    """``jvp``'s result as one tangent (or None) per output of forward, checked as
+    PyTorch checks it: one per output, none for an output that is not differentiable, and
+    of its output's shape."""
+    name = cls.__name__
+    if single and isinstance(out_t, (tuple, list)) and len(out_t) == 1:
+        out_t = out_t[0]  # a 1-tuple for one output (PyTorch accepts it)
+    out_t = (out_t,) if single else out_t
+    if not isinstance(out_t, (tuple, list)) or len(out_t) != len(outs):
+        got = len(out_t) if isinstance(out_t, (tuple, list)) else 1
+        raise RuntimeError(f"{name}.jvp returned an invalid number of forward gradients "
+                           f"(expected {len(outs)} but got {got}): one per output of "
+                           "forward (None for an output without a tangent)")
+    for k, (o, t) in enumerate(zip(outs, out_t)):
+        if t is None:
+            continue
+        if not isinstance(o, Tensor) or id(o) in ctx._non_differentiable \
+                or dtype_kind(o.dtype) not in "fc":
+            raise RuntimeError(f"{name}.jvp returned a gradient at position {k}, but the "
+                               "corresponding forward output is not a differentiable "
+                               "Tensor; return None at that position instead")
+        data = t._data if isinstance(t, Tensor) else t
+        if isinstance(data, Batched) or isinstance(o._data, Batched):
+            continue  # a batch of tangents: broadcast to the output's rows where it is set
+        shape = tuple(np.shape(data))
+        if shape != tuple(o.shape):
+            raise RuntimeError(f"{name}.jvp returned a tangent of shape {shape} for output "
+                               f"{k}, which has shape {tuple(o.shape)}: a forward gradient "
+                               "must have its output's shape")
+    return out_t
+
+
+def _without_tangents(o):
+    """An output of forward as a tensor of its own, without tangents: its tangents are
+    jvp's alone. (An input returned as it is stays untouched: giving the output jvp's
+    tangent must not change the input's.)"""
+    t = wrap(o._data)
+    t._vc = o._vc  # one version counter: saving o and changing t in place is caught
+    if o._extra:
+        extra = {k: v for k, v in o._extra.items() if k != "tangent"}
+        t._extra = extra or None
+    return t
 
 
 def _user_jvp(cls, ctx, stored, recorded, outer):
