@@ -317,3 +317,91 @@ def test_gradcheck_fast_mode_fails_a_backward_not_linear_in_its_grad_output(T):
     assert T.autograd.gradcheck(Cube.apply, (x,), fast_mode=True, raise_exception=False) is False
     with pytest.raises(RuntimeError, match="linear in its grad_output" if T is cr else ""):
         T.autograd.gradcheck(Cube.apply, (x,), fast_mode=True)
+
+
+class _ViewOfInput(cr.autograd.Function):
+    """Returns a view of its input; its backward deliberately scales by 10."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.view(-1)[:2]
+
+    @staticmethod
+    def backward(ctx, g):
+        out = cr.zeros(3, dtype=g.dtype)
+        out[:2] = 10 * g
+        return out
+
+
+def test_a_custom_function_view_of_an_input_refuses_in_place_changes_as_pytorch():
+    # the view's history is the custom backward: replaying view ops on its changed base
+    # would silently skip it (the gradient was [2, 2, 0] instead of an error)
+    x = cr.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = _ViewOfInput.apply(x * 1)
+    y.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [10.0, 10.0, 0.0])
+    a = x * 1
+    y = _ViewOfInput.apply(a)
+    a.mul_(2)
+    with pytest.raises(RuntimeError, match="base or another view of its base has been "
+                                           "modified inplace"):
+        y.sum()
+    y = _ViewOfInput.apply(x * 1)
+    with pytest.raises(RuntimeError, match="is being modified inplace"):
+        y.mul_(2)
+    # an input returned as it is counts too; a fresh output does not
+    Same = type("Same", (cr.autograd.Function,), {
+        "forward": staticmethod(lambda ctx, t: t),
+        "backward": staticmethod(lambda ctx, g: 3 * g)})
+    a = x * 1
+    z = Same.apply(a)
+    with cr.no_grad():
+        a.add_(1)
+    with pytest.raises(RuntimeError, match="custom Function"):
+        z.sum().backward()
+    z = Same.apply(x * 1)
+    z.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [13.0, 13.0, 3.0])
+    if torch is not None:
+        class TV(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, t):
+                return t.view(-1)[:2]
+
+            @staticmethod
+            def backward(ctx, g):
+                return torch.cat([10 * g, g.new_zeros(1)])
+        tx = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        ta = tx * 1
+        ty = TV.apply(ta)
+        ta.mul_(2)
+        with pytest.raises(RuntimeError, match="base or another view of its base"):
+            ty.sum()
+
+
+class _CubeNoJvp(cr.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x ** 3
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return 3 * x ** 2 * g
+
+
+def test_functional_hessian_and_hvp_use_double_backward_as_pytorch():
+    # autograd.functional.hessian's default outer_jacobian_strategy is "reverse-mode", and
+    # hvp / vhp use double backward: a Function without jvp works (H = diag(6x))
+    f = lambda x: _CubeNoJvp.apply(x).sum()  # noqa: E731
+    x = cr.tensor([1.0, 2.0])
+    np.testing.assert_array_equal(cr.autograd.functional.hessian(f, x).numpy(),
+                                  np.diag([6.0, 12.0]))
+    v = cr.tensor([1.0, -1.0])
+    np.testing.assert_array_equal(cr.autograd.functional.hvp(f, x, v)[1].numpy(), [6.0, -12.0])
+    np.testing.assert_array_equal(cr.autograd.functional.vhp(f, x, v)[1].numpy(), [6.0, -12.0])
+    # forward-mode outer Jacobian needs the jvp (a plain function: the same Hessian)
+    h = cr.autograd.functional.hessian(lambda t: (t ** 3).sum(), x,
+                                       outer_jacobian_strategy="forward-mode", vectorize=True)
+    np.testing.assert_array_equal(h.numpy(), np.diag([6.0, 12.0]))

@@ -724,14 +724,32 @@ def _mark_view(view, base, op, attrs):
     views.append(weakref.ref(view))
 
 
+CUSTOM_VIEW = (
+    "Output {nr} of {name} is a view and {what}. This view was created inside a custom "
+    "Function (or because an input was returned as-is) and the autograd logic to handle "
+    "view+inplace would override the custom backward associated with the custom Function, "
+    "leading to incorrect gradients. This behavior is forbidden. You can fix this by cloning "
+    "the output of the custom Function.")
+
+
 def refresh_view(x):
     """Rebuild the history of a view whose root was changed in place after it was made.
 
     The view's data already shows the new values (it shares memory with the root); its
     grad_fn still points into the root's old history. Replaying the view ops on the root
     gives the history PyTorch would give it.
+
+    An output of a custom Function that shares memory with an input (``custom_view``: the
+    Function's name, the output's number, the version when made) has no view ops to replay
+    (its history is the Function's backward): once its memory was changed in place, using
+    it raises RuntimeError, as PyTorch.
     """
     ex = x._extra
+    custom = ex.get("custom_view")
+    if custom is not None and x._vc[0] != custom[2]:
+        raise RuntimeError(CUSTOM_VIEW.format(
+            nr=custom[1], name=custom[0], what="its base or another view of its base has "
+            "been modified inplace"))
     root = ex.get("view_of")
     if root is None or root._grad_fn is ex["root_fn"]:
         return

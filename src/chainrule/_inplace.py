@@ -23,7 +23,7 @@ import numpy as np
 
 from . import _dispatch, _dual, _state
 from ._batched import Batched, write_journal
-from ._dispatch import apply, refresh_view, torch_can_cast
+from ._dispatch import CUSTOM_VIEW, apply, refresh_view, torch_can_cast
 from ._state import STATE
 from ._tensor import INFERENCE_INPLACE, InferenceVersion, Tensor, is_float_dtype, wrap
 from .backend import backend_of, beside, numpy_dtype, on_device_of
@@ -67,6 +67,10 @@ def check(t, name):
     if not STATE.enabled:
         return
     ex = t._extra
+    if ex and ex.get("custom_view") is not None:
+        custom = ex["custom_view"]
+        raise RuntimeError(f"{name}: " + CUSTOM_VIEW.format(
+            nr=custom[1], name=custom[0], what="is being modified inplace"))
     root = ex.get("view_of") if ex else None
     if root is None:
         if t._requires_grad and t._grad_fn is None:

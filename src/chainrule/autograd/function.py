@@ -561,6 +561,12 @@ class Function(metaclass=FunctionMeta):
                 t = wrap(o._data)
                 t._vc = o._vc  # one version counter: saving o and changing t in place is caught
                 t._extra = o._extra  # carries its tangent in forward mode
+                if diff and _aliases(o, args):
+                    # a view of an input (or the input returned as it is): its history is
+                    # this node, so a change of its memory in place raises when it is used
+                    # (see refresh_view), as PyTorch's CUSTOM_FUNCTION views
+                    t._extra = dict(o._extra or ())
+                    t._extra["custom_view"] = (cls.__name__, i, t._vc[0])
             if diff:
                 t._requires_grad = True
                 t._grad_fn = node
@@ -664,6 +670,19 @@ def _check_dirty(cls, ctx, outputs):
     if ctx._saved:  # a dirty tensor saved by forward is saved as the output it becomes
         ctx._versions = tuple((v[0], v[0][0]) if v is not None and any(t is d for d in ctx._dirty)
                               else v for t, v in zip(ctx._saved, ctx._versions))
+
+
+def _aliases(o, args):
+    """Whether forward's output ``o`` shares memory with a Tensor input."""
+    d = o._data
+    for a in args:
+        if isinstance(a, Tensor):
+            if a is o or a._data is d:
+                return True
+            if d.__class__ is np.ndarray and a._data.__class__ is np.ndarray and \
+                    np.may_share_memory(d, a._data):
+                return True
+    return False
 
 
 def _dirty_output(cls, o):

@@ -210,7 +210,11 @@ def hessian(func, inputs, create_graph=False, strict=False, vectorize=False,
     xs, single = _inputs(inputs)
     _check_strict_hessian(func, xs, strict, create_graph, vectorize, outer_jacobian_strategy)
     xs = _graph_inputs(xs, create_graph)
-    h = _results(_func.hessian(func, argnums=tuple(range(len(xs))))(*xs), create_graph)
+    nums = tuple(range(len(xs)))
+    # the outer Jacobian as PyTorch's strategy says: reverse mode (the default, by double
+    # backward: no jvp rule needed, as a custom Function without one) or forward mode
+    outer = _func.jacrev if outer_jacobian_strategy == "reverse-mode" else _func.jacfwd
+    h = _results(outer(_func.jacrev(func, argnums=nums), argnums=nums)(*xs), create_graph)
     if single:
         return h[0][0]
     return tuple(tuple(row) for row in h)
@@ -236,14 +240,17 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
 
 
 def hvp(func, inputs, v=None, create_graph=False, strict=False):
-    """``(func(inputs), H v)`` for a scalar ``func`` (forward-over-reverse)."""
+    """``(func(inputs), H v)`` for a scalar ``func`` (reverse-over-reverse, as PyTorch's
+    double-backward trick)."""
     xs, single = _inputs(inputs)
     _check_strict(func, xs, strict)
     v = _default_v(xs, v, single, "hvp")
     vs = (v,) if single else tuple(v)
     xs = _graph_inputs(xs, create_graph)
     value = func(*xs)
-    _, hv = _func.hvp(func, xs, vs)  # (the gradient, H v)
+    # H v = (v^T H)^T by double backward, as PyTorch's (no jvp rule needed)
+    _, vjp_fn = _func.vjp(_func.grad(func, argnums=tuple(range(len(xs)))), *xs)
+    hv = vjp_fn(tuple(vs))
     return _results(value, create_graph), _results(_single(hv, single), create_graph)
 
 
