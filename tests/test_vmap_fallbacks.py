@@ -161,3 +161,17 @@ def test_setitem_into_a_batched_value_keeps_one_evaluation():
     expected[:, 0] = 5.0
     np.testing.assert_array_equal(out.numpy(), expected)
     np.testing.assert_array_equal(X.numpy(), X0)  # the input untouched (y is a new tensor)
+
+
+def test_an_empty_batch_gives_empty_results_on_every_path():
+    # size-0 batches: PyTorch returns empty results; the per-sample path (an input that
+    # requires grad, randomness="different") had no sample to learn the output from
+    cases = [(lambda x: x * 2, cr.zeros(0, 3, requires_grad=True), {}, (0, 3)),
+             (lambda x: x * 2, cr.zeros(0, 3), {"randomness": "different"}, (0, 3)),
+             (lambda x: x.sum(), cr.zeros(3, 0, requires_grad=True), {"in_dims": 1}, (0,)),
+             (lambda x: x @ x.T, cr.zeros(0, 2, 3), {}, (0, 2, 2))]
+    for f, x, kwargs, shape in cases:
+        assert tuple(func.vmap(f, **kwargs)(x).shape) == shape
+        if torch is not None:
+            t = torch.zeros(tuple(x.shape), requires_grad=x.requires_grad)
+            assert tuple(torch.func.vmap(f, **kwargs)(t).shape) == shape

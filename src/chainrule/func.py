@@ -918,6 +918,14 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
             done = _vmap_batched(func, leaves, dims, spec, B, kwargs, out_dims)
             if done is not None:
                 return done
+        if B == 0:  # no sample to evaluate: the whole (empty) batch at once, as PyTorch
+            empty = _vmap_batched(func, [x.detach() if isinstance(x, Tensor) else x
+                                         for x in leaves], dims, spec, B, kwargs, out_dims)
+            if empty is None:
+                raise RuntimeError("vmap: the batch is empty (size 0) and func cannot be "
+                                   "evaluated on it as a whole (an op met has no batched "
+                                   "version), nor once per sample")
+            return empty
         real = _real_generator() if randomness == "same" else None
         state = real.bit_generator.state if randomness == "same" else None
         results = []
