@@ -31,6 +31,8 @@ from .conv_more import *  # noqa: F401,F403
 from .conv_more import __all__ as _conv_more_all
 from .modules import *  # noqa: F401,F403
 from .modules import __all__ as _modules_all
+from .modules_extra import *  # noqa: F401,F403
+from .modules_extra import __all__ as _modules_extra_all
 from .modules_more import *  # noqa: F401,F403
 from .modules_more import __all__ as _modules_more_all
 from .parallel import DataParallel
@@ -56,5 +58,5 @@ for _name in _conv_more.FUNCTIONAL:  # conv_transpose2d, interpolate, ...: likew
 __all__ = ["functional", "init", "parallel", "utils", "functional_call", "Parameter", "Buffer",
            "Module", "DataParallel", "Sequential", "ModuleList", "ModuleDict", "ParameterList",
            "ParameterDict",
-           *_modules_all, *_modules_more_all, *_conv_all, *_conv_more_all, *_rnn_all,
-           *_transformer_all]
+           *_modules_all, *_modules_more_all, *_modules_extra_all, *_conv_all, *_conv_more_all,
+           *_rnn_all, *_transformer_all]

@@ -1,6 +1,7 @@
 """``chainrule.nn.utils``: gradient clipping and parameter vectors, as ``torch.nn.utils``;
 weight and spectral norm hooks, ``skip_init``, conv/linear + batchnorm fusion;
-``nn.utils.rnn``: padded and packed variable-length sequences.
+``nn.utils.rnn``: padded and packed variable-length sequences; ``nn.utils.prune``:
+pruning by masks.
 
 These work on ``.grad`` and parameter data, outside the graph (under ``no_grad``), as
 optimizers do.
@@ -20,6 +21,7 @@ from ...ops import cat
 from . import (
     parametrizations,  # noqa: F401  (weight_norm, spectral_norm as parametrisations)
     parametrize,  # noqa: F401  (register_parametrization, ...)
+    prune,  # noqa: F401  (nn.utils.prune: l1_unstructured, global_unstructured, ...)
     rnn,  # noqa: F401  (nn.utils.rnn, as torch.nn.utils.rnn)
     stateless,  # noqa: F401  (nn.utils.stateless.functional_call)
 )
@@ -35,7 +37,7 @@ from .weight_norm import remove_weight_norm, weight_norm
 
 __all__ = ["clip_grad_norm_", "clip_grad_norm", "clip_grads_with_norm_", "get_total_norm",
            "clip_grad_value_", "parameters_to_vector", "vector_to_parameters", "stateless",
-           "weight_norm", "remove_weight_norm", "parametrize", "parametrizations",
+           "weight_norm", "remove_weight_norm", "parametrize", "parametrizations", "prune",
            "spectral_norm", "remove_spectral_norm", "skip_init", "fuse_conv_bn_eval",
            "fuse_conv_bn_weights", "fuse_linear_bn_eval", "fuse_linear_bn_weights"]
 
