@@ -163,3 +163,28 @@ def test_hooks_match_torch():
     assert [g is None for g in gi] == [g is None for g in ogi]
     assert [g is None for g in go] == [g is None for g in ogo] and nothing == onothing
     np.testing.assert_allclose(np.asarray(ogi[2]), gi[2].numpy())
+
+
+def test_hook_tables_hold_the_hooks_as_pytorch():
+    # torch's pruning tutorial reads module._forward_pre_hooks.values() as hooks; the flags
+    # live in PyTorch's side tables, and a handle's remove() clears them too
+    try:
+        import torch
+    except ImportError:  # pragma: no cover - torch is optional
+        torch = None
+    for m in (cr,) + ((torch,) if torch is not None else ()):
+        lin = m.nn.Linear(2, 2)
+        pre = lambda mod, args: None  # noqa: E731
+        post = lambda mod, args, kwargs, out: None  # noqa: E731
+        h1 = lin.register_forward_pre_hook(pre, with_kwargs=False)
+        h2 = lin.register_forward_hook(post, with_kwargs=True, always_call=True)
+        assert list(lin._forward_pre_hooks.values()) == [pre]
+        assert list(lin._forward_hooks.values()) == [post]
+        assert h2.id in lin._forward_hooks_with_kwargs
+        assert h2.id in lin._forward_hooks_always_called
+        assert h1.id not in lin._forward_pre_hooks_with_kwargs
+        lin(m.ones(2))
+        h2.remove()
+        h1.remove()
+        assert not lin._forward_hooks and not lin._forward_hooks_with_kwargs
+        assert not lin._forward_hooks_always_called and not lin._forward_pre_hooks

@@ -102,7 +102,7 @@ def test_iterative_pruning_combines_masks_in_a_container():
     mask = m.weight_mask.numpy()
     assert mask.sum() == 30 - 4 - 13
     assert np.array_equal(mask, _smallest_mask(w, 17))
-    hooks = [h for h, _ in m._forward_pre_hooks.values()]
+    hooks = list(m._forward_pre_hooks.values())
     assert len(hooks) == 1 and isinstance(hooks[0], prune.PruningContainer)
     assert [type(h).__name__ for h in hooks[0]] == ["L1Unstructured", "L1Unstructured"]
     assert len(hooks[0]) == 2 and hooks[0][1].amount == 0.5

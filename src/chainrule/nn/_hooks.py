@@ -25,14 +25,17 @@ class RemovableHandle:
 
     _next_id = 0
 
-    def __init__(self, table, on_remove=None):
+    def __init__(self, table, on_remove=None, sides=()):
         self.table = table
+        self.sides = sides  # the side tables of the hook's flags (see add_hook)
         self.id = RemovableHandle._next_id
         self.on_remove = on_remove
         RemovableHandle._next_id += 1
 
     def remove(self):
         self.table.pop(self.id, None)
+        for side in getattr(self, "sides", ()):
+            side.pop(self.id, None)
         if getattr(self, "on_remove", None) is not None:
             self.on_remove()
 
@@ -44,15 +47,25 @@ class RemovableHandle:
 
 
 # hooks that every module runs (``torch.nn.modules.module.register_module_*_hook``),
-# before its own; entries as in a module's tables
+# before its own; tables as a module's
 GLOBAL_HOOKS = {"_forward_pre_hooks": {}, "_forward_hooks": {}, "_backward_pre_hooks": {},
-                "_backward_hooks": {}}
+                "_backward_hooks": {}, "_forward_hooks_with_kwargs": {},
+                "_forward_hooks_always_called": {}}
 
 
-def add_hook(table, hook, prepend, extra=None, on_remove=None):
-    """Register ``hook`` (with its flags ``extra``) in ``table`` (a dict in call order)."""
-    handle = RemovableHandle(table, on_remove)
-    entry = (hook, extra)
+def add_hook(table, hook, prepend, extra=None, on_remove=None, flags=None):
+    """Register ``hook`` in ``table`` (a dict in call order).
+
+    ``flags`` None: the entry is ``(hook, extra)`` (the state-dict hook tables). Otherwise
+    the entry is the hook itself, as in PyTorch's tables (``module._forward_pre_hooks``
+    maps ids to hooks), and ``flags`` lists ``(side table, on)`` pairs: the hook's id is
+    entered in each side table whose flag is on (PyTorch's ``_forward_hooks_with_kwargs``,
+    ``_forward_hooks_always_called``) and removed from all of them with the hook."""
+    handle = RemovableHandle(table, on_remove, tuple(side for side, _ in flags or ()))
+    entry = (hook, extra) if flags is None else hook
+    for side, on in flags or ():
+        if on:
+            side[handle.id] = True
     if prepend:
         items = list(table.items())
         table.clear()
@@ -103,7 +116,7 @@ class _HookedInputs(Function):
             return (None, *grads)
         module = state.module
         grad_input = _pack(state.input_index, grads, state.n_inputs)
-        for hook, _ in _hooks_of(module, "_backward_hooks"):
+        for hook in _hooks_of(module, "_backward_hooks"):
             result = hook(module, grad_input, state.grad_output)
             if result is not None:
                 grad_input = _checked(result, grad_input, "grad_input")
@@ -127,7 +140,7 @@ class _HookedOutputs(Function):
         state = ctx.state
         module = state.module
         grad_output = _pack(state.output_index, grads, state.n_outputs)
-        for hook, _ in _hooks_of(module, "_backward_pre_hooks"):
+        for hook in _hooks_of(module, "_backward_pre_hooks"):
             result = hook(module, grad_output)
             if result is not None:
                 grad_output = _checked(result, grad_output, "grad_output", "pre ")
@@ -137,7 +150,7 @@ class _HookedOutputs(Function):
                           "respect to module outputs since no inputs require gradients.",
                           stacklevel=2)
             nones = (None,) * state.n_inputs
-            for hook, _ in _hooks_of(module, "_backward_hooks"):
+            for hook in _hooks_of(module, "_backward_hooks"):
                 result = hook(module, nones, grad_output)
                 if result is not None and not all(r is None for r in _as_tuple(result)):
                     raise RuntimeError("Backward hook for Modules where no input requires "
@@ -168,8 +181,20 @@ def _wrap_tensors(function, state, values):
 
 
 def _hooks_of(module, table):
-    """The entries of the global table, then of the module's own."""
+    """The hooks of the global table, then of the module's own."""
     return [*GLOBAL_HOOKS[table].values(), *module.__dict__[table].values()]
+
+
+def _flagged(module, table, *sides):
+    """``(id, hook, flag, ...)`` for the hooks of the global table, then of the module's
+    own, with each flag read from its side table (see add_hook)."""
+    own = module.__dict__
+    rows = []
+    for where in (GLOBAL_HOOKS, own):
+        flags = [where.get(side) or {} for side in sides]
+        rows += [(i, hook, *(i in f for f in flags))
+                 for i, hook in (where.get(table) or {}).items()]
+    return rows
 
 
 def call_with_hooks(module, args, kwargs):
@@ -179,12 +204,13 @@ def call_with_hooks(module, args, kwargs):
     hooks registered with ``always_call=True`` that have not run yet are called (with the
     output so far, or None) before the error propagates; an error they raise themselves
     is turned into a warning."""
-    forward_hooks = [*GLOBAL_HOOKS["_forward_hooks"].items(),
-                     *module._forward_hooks.items()]
+    forward_hooks = _flagged(module, "_forward_hooks", "_forward_hooks_with_kwargs",
+                             "_forward_hooks_always_called")
     called = set()
     output = None
     try:
-        for hook, with_kwargs in _hooks_of(module, "_forward_pre_hooks"):
+        for _, hook, with_kwargs in _flagged(module, "_forward_pre_hooks",
+                                             "_forward_pre_hooks_with_kwargs"):
             if with_kwargs:
                 result = hook(module, args, kwargs)
                 if result is not None:
@@ -203,7 +229,7 @@ def call_with_hooks(module, args, kwargs):
             state.n_inputs = len(args)
             args, state.input_index = _wrap_tensors(_HookedInputs, state, tuple(args))
         output = module.forward(*args, **kwargs)
-        for hook_id, (hook, (with_kwargs, always_call)) in forward_hooks:
+        for hook_id, hook, with_kwargs, always_call in forward_hooks:
             if always_call:
                 called.add(hook_id)
             result = hook(module, args, kwargs, output) if with_kwargs else \
@@ -217,7 +243,7 @@ def call_with_hooks(module, args, kwargs):
             output = outs if isinstance(output, tuple) else outs[0]
         return output
     except Exception:
-        for hook_id, (hook, (with_kwargs, always_call)) in forward_hooks:
+        for hook_id, hook, with_kwargs, always_call in forward_hooks:
             if not always_call or hook_id in called:
                 continue
             try:

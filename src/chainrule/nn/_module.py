@@ -829,19 +829,21 @@ class Module:
         before ``forward``; returning a value replaces the positional arguments (a tuple,
         or one value); with kwargs it returns ``(args, kwargs)``. Returns a handle whose
         ``remove()`` unregisters it."""
-        return add_hook(self._hooks("_forward_pre_hooks"), hook, prepend, with_kwargs)
+        return add_hook(self._hooks("_forward_pre_hooks"), hook, prepend, flags=(
+            (self._hooks("_forward_pre_hooks_with_kwargs"), with_kwargs),))
 
     def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False,
                               always_call=False):
         """``hook(module, args, output)`` (``with_kwargs``: ``hook(module, args, kwargs,
         output)``) runs after ``forward``; returning a value replaces the output."""
-        return add_hook(self._hooks("_forward_hooks"), hook, prepend,
-                        (with_kwargs, always_call))
+        return add_hook(self._hooks("_forward_hooks"), hook, prepend, flags=(
+            (self._hooks("_forward_hooks_with_kwargs"), with_kwargs),
+            (self._hooks("_forward_hooks_always_called"), always_call)))
 
     def register_full_backward_pre_hook(self, hook, prepend=False):
         """``hook(module, grad_output)`` runs when the gradients of the module's outputs
         are known; returning a tuple replaces ``grad_output``."""
-        return add_hook(self._hooks("_backward_pre_hooks"), hook, prepend)
+        return add_hook(self._hooks("_backward_pre_hooks"), hook, prepend, flags=())
 
     def register_full_backward_hook(self, hook, prepend=False):
         """``hook(module, grad_input, grad_output)`` runs when the gradients of the
@@ -852,13 +854,13 @@ class Module:
         Raises RuntimeError on a module that has a hook of :meth:`register_backward_hook`
         (as PyTorch)."""
         self._backward_hook_kind(True)
-        return add_hook(self._hooks("_backward_hooks"), hook, prepend)
+        return add_hook(self._hooks("_backward_hooks"), hook, prepend, flags=())
 
     def register_backward_hook(self, hook):
         """PyTorch's deprecated name; here the same as :meth:`register_full_backward_hook`.
         Raises RuntimeError on a module that has a full backward hook (as PyTorch)."""
         self._backward_hook_kind(False)
-        return add_hook(self._hooks("_backward_hooks"), hook, False)
+        return add_hook(self._hooks("_backward_hooks"), hook, False, flags=())
 
     def _backward_hook_kind(self, full):
         kind = self.__dict__.get("_is_full_backward_hook")
@@ -906,8 +908,9 @@ def _update_call():
     Module.__call__ = _call_with_global_hooks if any(GLOBAL_HOOKS.values()) else _fast_call
 
 
-def _add_global(table, hook, extra=None):
-    handle = add_hook(GLOBAL_HOOKS[table], hook, False, extra, on_remove=_update_call)
+def _add_global(table, hook, flags=()):
+    handle = add_hook(GLOBAL_HOOKS[table], hook, False, on_remove=_update_call,
+                      flags=tuple((GLOBAL_HOOKS[side], on) for side, on in flags))
     _update_call()
     return handle
 
@@ -916,14 +919,15 @@ def register_module_forward_pre_hook(hook):
     """``hook(module, args)`` runs before the ``forward`` of every module, before the
     module's own pre-hooks (returning a value replaces the arguments). Returns a handle
     whose ``remove()`` unregisters it."""
-    return _add_global("_forward_pre_hooks", hook, False)
+    return _add_global("_forward_pre_hooks", hook)
 
 
 def register_module_forward_hook(hook, *, with_kwargs=False, always_call=False):
     """``hook(module, args, output)`` (``with_kwargs``: ``hook(module, args, kwargs,
     output)``) runs after the ``forward`` of every module, before the module's own
     hooks; returning a value replaces the output. Returns a removable handle."""
-    return _add_global("_forward_hooks", hook, (with_kwargs, always_call))
+    return _add_global("_forward_hooks", hook, (("_forward_hooks_with_kwargs", with_kwargs),
+                                                ("_forward_hooks_always_called", always_call)))
 
 
 def register_module_full_backward_pre_hook(hook):

@@ -33,7 +33,7 @@ __all__ = ["BasePruningMethod", "PruningContainer", "Identity", "RandomUnstructu
 
 
 def _pre_hooks(module):
-    """The module's forward pre-hook table: ``{id: (hook, with_kwargs)}``."""
+    """The module's forward pre-hook table: ``{id: hook}``, as PyTorch's."""
     return module._hooks("_forward_pre_hooks")
 
 
@@ -74,7 +74,7 @@ class BasePruningMethod(ABC):
         hooks = _pre_hooks(module)
         old_method = None
         found = []
-        for k, (hook, _) in hooks.items():
+        for k, hook in hooks.items():
             if isinstance(hook, BasePruningMethod) and hook._tensor_name == name:
                 old_method = hook
                 found.append(k)
@@ -453,7 +453,7 @@ def remove(module, name):
 
     Raises ValueError when ``name`` is not pruned."""
     hooks = _pre_hooks(module)
-    for k, (hook, _) in list(hooks.items()):
+    for k, hook in list(hooks.items()):
         if isinstance(hook, BasePruningMethod) and hook._tensor_name == name:
             hook.remove(module)
             del hooks[k]
@@ -465,7 +465,7 @@ def remove(module, name):
 def is_pruned(module):
     """Whether ``module`` or one of its submodules has a pruning hook."""
     for _, submodule in module.named_modules():
-        for hook, _ in _pre_hooks(submodule).values():
+        for hook in _pre_hooks(submodule).values():
             if isinstance(hook, BasePruningMethod):
                 return True
     return False

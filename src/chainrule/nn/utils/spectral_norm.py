@@ -83,7 +83,7 @@ class SpectralNorm:
     @staticmethod
     def apply(module, name, n_power_iterations, dim, eps):
         """Register the hook on ``module`` (see :func:`spectral_norm`)."""
-        for hook, _ in module._hooks("_forward_pre_hooks").values():
+        for hook in module._hooks("_forward_pre_hooks").values():
             if isinstance(hook, SpectralNorm) and hook.name == name:
                 raise RuntimeError("Cannot register two spectral_norm hooks on the same "
                                    f"parameter {name}")

@@ -43,7 +43,7 @@ class WeightNorm:
 
     @staticmethod
     def apply(module, name, dim):
-        for hook, _ in module._hooks("_forward_pre_hooks").values():
+        for hook in module._hooks("_forward_pre_hooks").values():
             if isinstance(hook, WeightNorm) and hook.name == name:
                 raise RuntimeError(f"Cannot register two weight_norm hooks on the same "
                                    f"parameter {name}")
@@ -92,7 +92,7 @@ def remove_norm_hook(module, cls, name, what):
     spectral norm: its ``remove`` restores the parameter). Raises ValueError, naming
     ``what``, when there is none."""
     hooks = module._hooks("_forward_pre_hooks")
-    for k, (hook, _) in list(hooks.items()):
+    for k, hook in list(hooks.items()):
         if isinstance(hook, cls) and hook.name == name:
             hook.remove(module)
             del hooks[k]
