@@ -46,6 +46,7 @@ from . import (  # noqa: E402
     masked,
     nn,
     optim,
+    profiler,
     special,
     testing,
     utils,
@@ -129,6 +130,6 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Tensor", "TABLE", "amp", "autograd", "distributions", "func", "linalg", "masked", "nn",
-    "optim", "ops", "special", "testing", "utils", "viz",
+    "optim", "ops", "profiler", "special", "testing", "utils", "viz",
     "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "float32", "float64", "device",
 ]

@@ -9,6 +9,8 @@ shape as ``zeros(2, 3)``, ``zeros((2, 3))`` or ``zeros(size=(2, 3))``.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from ._dispatch import _combine, _group_dtype, name_errors, torch_promote
@@ -27,9 +29,9 @@ from ._tensor import (
 from .backend import backend_of, native_dtype, numpy_dtype
 from .backend import device as _device
 
-__all__ = ["tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "eye",
-           "arange", "linspace", "zeros_like", "ones_like", "full_like", "empty_like", "rand",
-           "randn", "randint", "rand_like", "randn_like", "randint_like", "randperm",
+__all__ = ["tensor", "as_tensor", "from_numpy", "frombuffer", "zeros", "ones", "full", "empty",
+           "eye", "arange", "linspace", "zeros_like", "ones_like", "full_like", "empty_like",
+           "rand", "randn", "randint", "rand_like", "randn_like", "randint_like", "randperm",
            "manual_seed", "default_generator", "Generator", "initial_seed", "seed",
            "set_default_dtype", "get_default_dtype", "from_dlpack", "compute", "logspace",
            "asarray", "FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor",
@@ -298,6 +300,49 @@ def from_numpy(ndarray):
     if not isinstance(ndarray, np.ndarray):
         raise TypeError(f"from_numpy expects an np.ndarray, got {type(ndarray).__name__}")
     return wrap(ndarray)
+
+
+_READONLY_WARNED = [False]
+READONLY_BUFFER = (
+    "The given buffer is not writable, and PyTorch does not support non-writable tensors. "
+    "This means you can write to the underlying (supposedly non-writable) buffer using the "
+    "tensor. You may want to copy the buffer to protect its data or make it writable before "
+    "converting it to a tensor. This type of warning will be suppressed for the rest of this "
+    "program.")
+
+
+def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
+    """A 1-D tensor sharing memory with an object of Python's buffer protocol (bytearray,
+    array.array, memoryview, mmap, ...): ``count`` elements of ``dtype`` (all that fit
+    when -1) from byte ``offset`` on, as ``torch.frombuffer``. Raises ValueError as PyTorch
+    for an empty buffer, ``count == 0``, an offset outside it, a length after the offset
+    that is not a multiple of the element size, or too large a ``count``. A non-writable
+    buffer (bytes) warns once, as PyTorch; unlike PyTorch's, the tensor is then read-only
+    (an in-place update raises rather than write into immutable memory)."""
+    try:
+        view = memoryview(buffer)
+    except TypeError:
+        raise ValueError("object does not implement Python buffer protocol.") from None
+    dt = numpy_dtype(dtype)
+    length, size = view.nbytes, dt.itemsize
+    if view.readonly and not _READONLY_WARNED[0]:
+        _READONLY_WARNED[0] = True
+        warnings.warn(READONLY_BUFFER, UserWarning, stacklevel=2)
+    if length <= 0 or count == 0:
+        raise ValueError(f"both buffer length ({length}) and count ({count}) must not be 0")
+    if not 0 <= offset < length:
+        raise ValueError(f"offset ({offset} bytes) must be non-negative and no greater than "
+                         f"buffer length ({length} bytes) minus 1")
+    if count < 0 and (length - offset) % size:
+        raise ValueError(f"buffer length ({length - offset} bytes) after offset ({offset} "
+                         f"bytes) must be a multiple of element size ({size})")
+    n = (length - offset) // size if count < 0 else count
+    if offset + n * size > length:
+        raise ValueError(f"requested buffer length ({n} * {size} bytes) after offset "
+                         f"({offset} bytes) must not be greater than actual buffer length "
+                         f"({length} bytes)")
+    data = np.frombuffer(buffer, dtype=dt, count=n, offset=offset)
+    return _make(data, requires_grad)
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False, **kwargs):

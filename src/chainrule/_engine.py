@@ -13,6 +13,7 @@ captured (``autograd.grad``).
 
 from __future__ import annotations
 
+import threading
 import weakref
 
 import numpy as np
@@ -238,6 +239,7 @@ def _walk(roots, seeds, retain_graph, accumulate, capture, only, F, kind, owned=
     # safe until the node runs); weak, so a consumed buffer is not kept alive
     mine = None
     post = None  # a node's register_hook hooks, set and consumed within its iteration
+    this_pass = None  # made for the first tensor hook that runs (see current_pass)
     while ready:
         node = take()
         g = pop(node, None)
@@ -256,7 +258,17 @@ def _walk(roots, seeds, retain_graph, accumulate, capture, only, F, kind, owned=
                 raise Unbatchable(_unbatchable(node, "has a hook"))
             post = node.pre_hooks.get("post") if node.pre_hooks else None
             before = g
-            g = _hooks_and_capture(node, g, capture_nodes, capture, captured, stop)
+            if node.pre_hooks:  # tensor hooks may ask which pass runs them
+                if this_pass is None:
+                    this_pass = BackwardPass(deps, needed, root_nodes)
+                outer_pass = getattr(_PASS, "current", None)
+                _PASS.current = this_pass
+                try:
+                    g = _hooks_and_capture(node, g, capture_nodes, capture, captured, stop)
+                finally:
+                    _PASS.current = outer_pass
+            else:
+                g = _hooks_and_capture(node, g, capture_nodes, capture, captured, stop)
             if g is not before or node.pre_hooks:  # a hook may hold the array it was
                 fresh.discard(node)  # given: it must not become a .grad added into later
             elif owned is not None and node in fresh and id(g) not in taken \
@@ -430,6 +442,34 @@ def _capture_only(capture_nodes, needed):
         else:
             stop.add(node)
     return stop
+
+
+class BackwardPass:
+    """The backward pass whose tensor hooks are running (:func:`current_pass`): which nodes
+    it runs (PyTorch's ``_will_engine_execute_node``); the object itself tells passes apart
+    (``_current_graph_task_id``)."""
+
+    __slots__ = ("deps", "needed", "roots", "__weakref__")
+
+    def __init__(self, deps, needed, roots):
+        self.deps, self.needed, self.roots = deps, needed, roots
+
+    def will_execute(self, node):
+        """Whether this pass runs ``node``: it reaches it, and (``autograd.grad``,
+        ``backward(inputs=)``) it is on a path to a target."""
+        if node is None:
+            return False
+        reached = node in self.deps or node in self.roots
+        return reached and (self.needed is None or node in self.needed)
+
+
+_PASS = threading.local()
+
+
+def current_pass():
+    """The :class:`BackwardPass` whose tensor hooks are running on this thread (None
+    outside them)."""
+    return getattr(_PASS, "current", None)
 
 
 def _hooks_and_capture(node, g, capture_nodes, capture, captured, stop=()):

@@ -47,7 +47,7 @@ _SAME_NAME = [
     "topk", "kthvalue", "median", "nanmedian", "quantile", "nanquantile", "nansum",
     "nanmean", "diff", "count_nonzero", "aminmax", "cov", "corrcoef",
     # indices, counts and truth values (ops/searching.py)
-    "nonzero", "argwhere", "unique", "unique_consecutive", "bincount", "histc",
+    "nonzero", "argwhere", "unique", "unique_consecutive", "bincount", "histc", "histogram",
     "logical_and", "logical_or", "logical_xor", "signbit", "heaviside", "isin",
     # more of PyTorch's names (ops/torch_more.py)
     "positive", "float_power", "ldexp", "sum_to_size", "select_scatter", "slice_scatter",

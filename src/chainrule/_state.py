@@ -19,7 +19,8 @@ import threading
 
 GRAD = 1  # STATE.flags bit: grad mode is on
 SLOW = 2  # STATE.flags bit: a forward-mode level, anomaly mode, saved-tensor hooks or
-#          inference mode is active (the dispatcher then runs its AFTER_OP hooks)
+#          inference mode or a profiler is active (the dispatcher then runs its AFTER_OP
+#          hooks)
 
 
 class _State(threading.local):
@@ -35,6 +36,7 @@ class _State(threading.local):
         self.saved_hooks = ()  # the active (pack, unpack) saved-tensor hooks, innermost last
         self.saved_hooks_disabled = None  # disable_saved_tensors_hooks' message, when active
         self.inference = False  # an inference_mode() block is running
+        self.profiling = False  # a chainrule.profiler profile is recording
 
     @property
     def enabled(self):
@@ -44,7 +46,8 @@ class _State(threading.local):
     def enabled(self, mode):
         self.flags = (self.flags | GRAD) if mode else (self.flags & ~GRAD)
 
-    def set_modes(self, dual_levels=None, anomaly=None, saved_hooks=None, inference=None):
+    def set_modes(self, dual_levels=None, anomaly=None, saved_hooks=None, inference=None,
+                  profiling=None):
         """Change the active forward-mode levels (a tuple, outermost first), the anomaly
         mode, the saved-tensor hooks (a tuple of (pack, unpack), innermost last) and/or
         inference mode, keeping SLOW in step."""
@@ -57,8 +60,10 @@ class _State(threading.local):
             self.saved_hooks = saved_hooks
         if inference is not None:
             self.inference = inference
+        if profiling is not None:
+            self.profiling = profiling
         slow = SLOW if (self.dual_level or self.anomaly or self.saved_hooks
-                        or self.inference) else 0
+                        or self.inference or self.profiling) else 0
         self.flags = (self.flags & ~SLOW) | slow
 
 

@@ -9,7 +9,7 @@ gradient. The full Jacobian is never formed.
 from __future__ import annotations
 
 from .._state import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
-from . import batched, forward_ad, graph  # noqa: F401  (batched registers grad(is_grads_batched))
+from . import batched, forward_ad, graph, profiler  # noqa: F401  (batched registers grad(is_grads_batched))
 from ._grad import backward, grad
 from .anomaly import AnomalyError, detect_anomaly, is_anomaly_enabled, set_detect_anomaly
 from .function import Function, FunctionCtx, once_differentiable
@@ -24,5 +24,5 @@ __all__ = [
     "FunctionCtx", "once_differentiable", "gradcheck", "gradgradcheck", "GradcheckError",
     "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "detect_anomaly",
     "set_detect_anomaly", "is_anomaly_enabled", "AnomalyError", "validate", "ValidationResult",
-    "GradcheckReport", "gradcheck_pair", "Variable", "graph",
+    "GradcheckReport", "gradcheck_pair", "Variable", "graph", "profiler",
 ]

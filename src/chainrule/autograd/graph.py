@@ -17,15 +17,20 @@ engine runs on its general path, unpacking first.
 from __future__ import annotations
 
 import contextlib
+import functools
+import threading
+import weakref
 from typing import Any, NamedTuple
 
 from .. import _dispatch
+from .._engine import current_pass
 from .._node import PACKED, Node, PackedValue
 from .._state import STATE, no_grad
 from .._tensor import Tensor, _fill
 
 __all__ = ["Node", "GradientEdge", "get_gradient_edge", "increment_version",
-           "saved_tensors_hooks", "save_on_cpu", "disable_saved_tensors_hooks"]
+           "saved_tensors_hooks", "save_on_cpu", "disable_saved_tensors_hooks",
+           "register_multi_grad_hook"]
 
 
 class GradientEdge(NamedTuple):
@@ -201,3 +206,99 @@ def _pack_recorded(op, inputs, datas, attrs, out, result):
 
 
 _dispatch.AFTER_OP.append(_pack_recorded)
+
+
+# --- register_multi_grad_hook ---------------------------------------------------------------
+
+class _MultiHandle:
+    """The handle of :func:`register_multi_grad_hook`: ``remove()`` removes the hook from
+    every tensor."""
+
+    def __init__(self, handles):
+        self.handles = tuple(handles)
+
+    def remove(self):
+        for handle in self.handles:
+            handle.remove()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+def _hook_node(t):
+    """The node a tensor's hooks hang on now: its grad_fn, or its leaf's AccumulateGrad
+    (None when the leaf is in no graph)."""
+    if isinstance(t, GradientEdge):
+        return t.node
+    if t._grad_fn is not None:
+        return t._grad_fn
+    return t._acc() if t._acc is not None else None
+
+
+def register_multi_grad_hook(tensors, fn, *, mode="all"):
+    """Register a hook on several tensors at once (``torch.autograd.graph.
+    register_multi_grad_hook``).
+
+    ``mode="all"``: in each backward pass, once the gradients of all the tensors that the
+    pass computes are there, ``fn(grads)`` is called with the list of them, None for a
+    tensor the pass does not reach (or does not need: ``backward(inputs=)``,
+    ``autograd.grad``). ``mode="any"``: ``fn(grad)`` is called once per pass, with the
+    first of the tensors' gradients computed. ``fn``'s result is ignored (the gradients
+    are not replaced). Returns a handle whose ``remove()`` removes the hook.
+
+    Raises ValueError for another mode, as PyTorch; in "all" mode every tensor must require
+    grad (RuntimeError, from ``register_hook``).
+    """
+    supported_modes = ("all", "any")
+    if mode not in supported_modes:
+        raise ValueError(f"Expects mode to be one of {supported_modes} but got {mode}")
+    tensors = list(tensors)
+    lock = threading.Lock()
+    if mode == "all":
+        n = len(tensors)
+        for t in tensors:
+            if not t.requires_grad:
+                raise AssertionError("Expected gradient function to be set")
+        tasks = weakref.WeakKeyDictionary()  # a running pass -> [count, expected, grads]
+
+        def get_inner_hook(idx):
+            def inner_hook(grad):
+                key = current_pass()
+                if key is None:
+                    raise AssertionError("expected this hook to be called inside a backward "
+                                         "call")
+                with lock:
+                    task = tasks.get(key)
+                    if task is None:  # the first of this pass's calls
+                        expected = sum(key.will_execute(_hook_node(t)) for t in tensors)
+                        task = tasks[key] = [0, expected, [None] * n]
+                    task[0] += 1
+                    task[2][idx] = grad
+                    done = task[0] >= task[1]
+                    if done:
+                        del tasks[key]
+                if done:
+                    fn(task[2])
+
+            return inner_hook
+
+        handles = [t.register_hook(get_inner_hook(i)) for i, t in enumerate(tensors)]
+    else:
+        ran = weakref.WeakSet()  # the passes where fn ran
+
+        @functools.wraps(fn)
+        def wrapped_fn(grad):
+            key = current_pass()
+            if key is None:
+                raise AssertionError("expected this hook to be called inside a backward call")
+            with lock:
+                if key in ran:
+                    return
+                ran.add(key)
+            fn(grad)
+
+        handles = [t.register_hook(wrapped_fn) for t in tensors if t.requires_grad]
+    return _MultiHandle(handles)

@@ -23,6 +23,7 @@ from .._tensor import Tensor, _fill, wrap
 from ..backend import backend_of, beside, numpy_dtype, on_device_of, row_major
 
 __all__ = ["nonzero", "argwhere", "unique", "unique_consecutive", "bincount", "histc",
+           "histogram", "histogramdd",
            "searchsorted", "bucketize", "isin", "tril_indices", "triu_indices", "logical_and",
            "logical_or", "logical_xor", "signbit", "heaviside", "scalar_tensor"]
 
@@ -141,18 +142,216 @@ def bincount(input, weights=None, minlength=0):
                           weights, input)
 
 
-@name_errors
 def histc(input, bins=100, min=0, max=0):
-    """Histogram of ``bins`` equal bins over [min, max] (the data's range when both are 0);
-    entries outside are ignored. Same dtype as the input; no gradient."""
+    """Histogram of ``bins`` equal bins over [min, max] (the data's range when min == max;
+    widened by 1 each way when that is one value too); entries outside (and NaN) are
+    ignored, one on ``max`` counts in the last bin. Same dtype as the (floating) input;
+    the result does not require grad.
+
+    As PyTorch's ``histc``, an entry's bin is found by division alone
+    (``(x - min) * bins / (max - min)`` in the input's dtype), without the check against
+    the bin edges that ``histogram`` (and NumPy) make: an entry within rounding of an
+    inner edge may count one bin off theirs."""
     a = _host(input, "histc")
+    _float_only(a, "histogram_cpu")
+    _positive_bins(bins, 0)
     lo, hi = float(min), float(max)
     if lo == hi and a.size:  # PyTorch: min == max (not only both 0) takes the data's range
         lo, hi = float(a.min()), float(a.max())
     if lo == hi:
         lo, hi = lo - 1, hi + 1
-    counts, _ = np.histogram(a, bins=bins, range=(lo, hi))
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        raise RuntimeError(f"torch.histc: range of [{lo:g}, {hi:g}] is not finite")
+    if not lo < hi:
+        raise RuntimeError("torch.histc: max must be larger than min")
+    f = a.dtype.type
+    left, right = f(lo), f(hi)
+    x = a.ravel()
+    x = x[(x >= left) & (x <= right)]
+    with np.errstate(over="ignore", invalid="ignore"):
+        pos = ((x - left) * f(bins) / (right - left)).astype(np.int64)
+    pos[pos == bins] = bins - 1  # the last bin holds its right edge
+    counts = np.bincount(pos, minlength=bins)
     return wrap(_beside(counts.astype(a.dtype), input))
+
+
+HistogramResult = collections.namedtuple("histogram", ["hist", "bin_edges"])
+HistogramddResult = collections.namedtuple("histogramdd", ["hist", "bin_edges"])
+_CPP_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",
+              "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
+              "uint8": "unsigned char", "bool": "bool"}
+
+
+def _float_only(a, kernel):
+    if a.dtype not in (np.float32, np.float64):
+        raise NotImplementedError(f'"{kernel}" not implemented for '
+                                  f"'{_TORCH_NAMES.get(a.dtype.name, a.dtype.name)}'")
+
+
+def _positive_bins(bins, dim):
+    if bins <= 0:
+        raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for "
+                           f"dimension {dim}")
+
+
+def _torch_linspace(lo, hi, n, dtype):
+    """``torch.linspace(lo, hi, n)`` in ``dtype`` as PyTorch's CPU kernel computes it: the
+    step in ``dtype``, the first half ``lo + step * i`` and the second ``hi - step *
+    (n - 1 - i)``, each rounded once (the kernel's fused multiply-add; emulated in a wider
+    type), so that bin edges, and the bins of entries on them, agree with PyTorch's."""
+    f = np.dtype(dtype).type
+    start, end = f(lo), f(hi)
+    step = (end - start) / f(n - 1)
+    wide = np.float64 if dtype == np.float32 else np.longdouble
+    s, e, st = wide(start), wide(end), wide(step)
+    i = np.arange(n).astype(wide)
+    return np.where(i < n // 2, s + st * i, e - st * (wide(n - 1) - i)).astype(dtype)
+
+
+def _histogramdd(op, a, bins, ranges, weight, density, n):
+    """PyTorch's ``histogramdd`` of the points ``a`` (shape (m, n)): its argument checks,
+    its bin edges (``_torch_linspace`` over the given range or the data's), then NumPy's
+    ``histogramdd`` on those edges (the bins PyTorch's search finds: ``[e_i, e_i+1)``, the
+    last one closed). Returns (hist, list of edge arrays) in ``a``'s dtype."""
+    _float_only(a, "histogramdd")
+    dt = a.dtype
+    if isinstance(bins, Tensor) or not isinstance(bins, (list, tuple)):
+        bins = [bins] * n
+    if len(bins) != n:
+        raise RuntimeError("histogramdd: The size of bins must be equal to the innermost "
+                           "dimension of the input.")
+    if ranges is not None:
+        ranges = [float(r) for r in ranges]
+        if len(ranges) != 2 * n:
+            raise RuntimeError(f"torch.histogramdd: for a {n}-dimensional histogram range "
+                               f"should have {2 * n} elements, but got {len(ranges)}")
+    w = None
+    if weight is not None:
+        w = _host(weight, op)
+        if w.dtype != dt:
+            raise RuntimeError(
+                "torch.histogramdd: if weight tensor is provided, input tensor and weight "
+                f"tensor should have the same dtype, but got input({_CPP_NAMES.get(dt.name)})"
+                f", and weight({_CPP_NAMES.get(w.dtype.name, w.dtype.name)})")
+    edges = []
+    for d, b in enumerate(bins):
+        if isinstance(b, Tensor):
+            e = _host(b, op)
+            if e.ndim != 1:
+                raise RuntimeError("torch.histogramdd: bins tensor should have one dimension, "
+                                   f"but got {e.ndim} dimensions in the bins tensor for "
+                                   f"dimension {d}")
+            if e.dtype != dt:
+                raise RuntimeError(
+                    "torch.histogramdd: input tensor and bins tensors should have the same "
+                    f"dtype, but got input with dtype {_CPP_NAMES.get(dt.name)} and bins for "
+                    f"dimension {d} with dtype {_CPP_NAMES.get(e.dtype.name, e.dtype.name)}")
+            edges.append(np.array(e))
+            continue
+        b = operator.index(b)
+        _positive_bins(b, d)
+        if ranges is not None:
+            lo, hi = ranges[2 * d], ranges[2 * d + 1]
+        elif a.shape[0]:
+            lo, hi = float(a[:, d].min()), float(a[:, d].max())
+        else:
+            lo, hi = 0.0, 1.0
+        if not (np.isfinite(lo) and np.isfinite(hi)):
+            raise RuntimeError(f"torch.histogramdd: dimension {d}'s range [{lo:g}, {hi:g}] is "
+                               "not finite")
+        if lo > hi:
+            raise RuntimeError(f"torch.histogramdd: min should not exceed max, but got min "
+                               f"{lo:g} max {hi:g} for dimension {d}")
+        if lo == hi:
+            lo, hi = lo - 0.5, hi + 0.5
+        edges.append(_torch_linspace(lo, hi, b + 1, dt))
+    shape = tuple(max(len(e) - 1, 0) for e in edges)
+    if any(not (e[0] <= e[-1]) for e in edges if len(e)):  # PyTorch counts nothing there
+        hist = np.zeros(shape, dt)
+    else:
+        try:
+            hist = np.histogramdd(a, bins=edges, weights=w)[0].astype(dt)
+        except ValueError as error:  # edges that are not sorted
+            raise RuntimeError(f"torch.{op}: {error}") from None
+    if density:
+        total = hist.sum()
+        with np.errstate(divide="ignore", invalid="ignore"):
+            hist = hist / total
+            for d, e in enumerate(edges):
+                hist = hist / np.diff(e).reshape([-1 if k == d else 1 for k in range(n)])
+    return hist.astype(dt), edges
+
+
+def _histogram_outputs(op, hist, edges, inputs, aten):
+    """The tensors of a histogram: when an input requires grad, they have a grad_fn whose
+    backward raises (as PyTorch's ``NotImplemented`` node)."""
+    grad_inputs = [x for x in inputs if isinstance(x, Tensor) and x.requires_grad]
+    first = inputs[0]
+    if not grad_inputs:
+        return wrap(_beside(hist, first)), [wrap(_beside(e, first)) for e in edges]
+    node = DelayedError(f"derivative for aten::{aten} is not implemented",
+                        tuple(edge(x) for x in grad_inputs))
+    make = lambda data: _fill(object.__new__(Tensor), _beside(data, first), node, 0)  # noqa: E731
+    return make(hist), [make(e) for e in edges]
+
+
+def histogram(input, bins=100, *, range=None, weight=None, density=False):
+    """Histogram of the values of ``input`` (``torch.histogram``): ``bins`` equal bins over
+    ``range`` (the data's min and max when None; a range of one value is widened by 0.5
+    each way), or the bins between the edges of a 1-D tensor ``bins``. Each bin is
+    ``[e_i, e_i+1)``, the last closed; entries outside (and NaN) are not counted.
+    ``weight`` (same shape and dtype as ``input``) sums weights instead of counting;
+    ``density`` divides by the total and the bin widths. Returns the named tuple
+    ``(hist, bin_edges)`` of ``input``'s (floating) dtype. The outputs have no
+    derivative: where an input requires grad, backward through them raises, as PyTorch."""
+    a = _host(input, "histogram")
+    _float_only(a, "histogramdd")
+    if isinstance(bins, Tensor) and range is not None:
+        raise TypeError("histogram(): range= is only taken with an int number of bins, "
+                        "not with a tensor of bin edges")
+    w = None
+    if weight is not None:  # PyTorch takes both flattened: only their sizes must agree
+        w = _host(weight, "histogram").reshape(-1)
+        if w.size != a.size:
+            raise RuntimeError(
+                "torch.histogramdd: if weight tensor is provided it should have the same "
+                "shape as the input tensor excluding its innermost dimension, but got input "
+                f"with shape [{a.size}, 1] and weight with shape [{w.size}]")
+        w = wrap(w)
+    hist, edges = _histogramdd("histogram", a.reshape(-1, 1), [bins], range, w, density, 1)
+    hist, edges = _histogram_outputs("histogram", hist, edges, (input, weight, bins),
+                                     "histogram")
+    return HistogramResult(hist, edges[0])
+
+
+def histogramdd(input, bins, *, range=None, weight=None, density=False):
+    """Histogram of the points of ``input`` (``torch.histogramdd``): its last dim of size
+    N gives each point's N coordinates. ``bins`` is an int (per dim), N ints, or N 1-D
+    tensors of edges; ``range`` 2N floats (min, max per dim), the data's by default;
+    ``weight`` has ``input``'s shape less its last dim. Returns the named tuple
+    ``(hist, bin_edges)``: an N-d tensor and a tuple of N edge tensors. No derivative (as
+    :func:`histogram`)."""
+    a = _host(input, "histogramdd")
+    if a.ndim < 2:
+        raise RuntimeError("torch.histogramdd: input tensor should have at least 2 dimensions")
+    n = a.shape[-1]
+    if weight is not None:
+        w = _host(weight, "histogramdd")
+        if tuple(w.shape) != a.shape[:-1]:
+            raise RuntimeError(
+                "torch.histogramdd: if weight tensor is provided it should have the same "
+                "shape as the input tensor excluding its innermost dimension, but got input "
+                f"with shape {list(a.shape)} and weight with shape {list(w.shape)}")
+        weight_flat = wrap(w.reshape(-1))
+    else:
+        weight_flat = None
+    hist, edges = _histogramdd("histogramdd", a.reshape(-1, n), bins, range, weight_flat,
+                               density, n)
+    tensors = [b for b in (bins if isinstance(bins, (list, tuple)) else ())
+               if isinstance(b, Tensor)]
+    hist, edges = _histogram_outputs("histogramdd", hist, edges,
+                                     (input, weight, *tensors), "_histogramdd_from_bin_cts")
+    return HistogramddResult(hist, tuple(edges))
 
 
 @name_errors
