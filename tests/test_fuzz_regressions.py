@@ -188,3 +188,18 @@ def test_sign_of_nan_is_zero_as_pytorch():
     if torch is not None:
         t = torch.tensor([float("nan"), -0.0, 0.0, 1.5, -2.0], dtype=torch.float64)
         np.testing.assert_array_equal(torch.sign(t).numpy(), y.detach().numpy())
+
+
+def test_an_in_place_update_with_a_result_without_gradient_cuts_the_old_history():
+    # an update whose new value has no gradient (a comparison, a random fill) replaces a
+    # value that had one: the gradient through it is zero (PyTorch's EqBackward0 /
+    # UniformBackward0); keeping the old history gave d(y*y)/dx = 8 here
+    from chainrule import _inplace
+
+    x = cr.ones(3, requires_grad=True)
+    y = x * 2
+    _inplace.update(y, lambda old: (old > 1).double(), "gt_")
+    assert y.requires_grad
+    (y * y).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.zeros(3))
+    np.testing.assert_array_equal(y.detach().numpy(), np.ones(3))

@@ -27,6 +27,7 @@ from ._dispatch import CUSTOM_VIEW, apply, refresh_view, torch_can_cast
 from ._state import STATE
 from ._tensor import INFERENCE_INPLACE, InferenceVersion, Tensor, is_float_dtype, wrap
 from .backend import backend_of, beside, numpy_dtype, on_device_of
+from .ops.elementwise import where
 from .ops.indexing import INDEX_PUT
 from .ops.searching import _torch_name
 from .ops.shape import RESHAPE
@@ -126,6 +127,11 @@ def update(t, compute, name, *others):
     if STATE.enabled:
         old = _history_copy(t)
         result = compute(old)
+        if old._requires_grad and not result._requires_grad:
+            # a result without a gradient (a comparison, a random fill) replaces a value
+            # that had one: the tensor's history is the update, whose gradient is zero
+            # (PyTorch's EqBackward0, UniformBackward0), not its old history
+            result = where(wrap(np.zeros(tuple(t.shape), dtype=np.bool_)), old, result)
     else:
         result = compute(t)
     _write(t, result, name)
