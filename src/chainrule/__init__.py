@@ -11,9 +11,13 @@ import numpy as _np
 
 from . import ops
 from ._compat import *  # noqa: F401,F403
+from ._compat_names import *  # noqa: F401,F403
 from ._creation import *  # noqa: F401,F403
 from ._dispatch import name_errors as _name_errors
+from ._methods import TOP_INPLACE as _TOP_INPLACE
 from ._methods import install as _install
+from ._methods import nonzero_static  # noqa: F401
+from ._methods import top_level_inplace as _top_level_inplace
 from ._state import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from ._table import TABLE
 from ._tensor import Tensor
@@ -24,6 +28,7 @@ from .ops import index_put, take_along_dim  # noqa: F401
 from .ops.indexing import getitem  # noqa: F401
 from .ops.searching import reduce_all as all  # noqa: F401,A004  (torch.all)
 from .ops.searching import reduce_any as any  # noqa: F401,A004  (torch.any)
+from .ops.torch_names import range  # noqa: F401,A004  (torch.range, end inclusive)
 
 # NumPy's floating-point warnings from the library's own kernels and rules (log(0), 0 / 0,
 # overflow): the results are IEEE's (inf, nan), the same values PyTorch computes silently.
@@ -52,12 +57,14 @@ from . import (  # noqa: E402
     utils,
     viz,
 )
+from ._top_nn import *  # noqa: E402,F401,F403
 from .autograd import functional as _functional  # noqa: E402,F401
 from .autograd.anomaly import (  # noqa: E402,F401  (torch's top-level names)
     is_anomaly_check_nan_enabled,
     is_anomaly_enabled,
     set_anomaly_enabled,
 )
+from .func import vmap  # noqa: E402,F401  (torch.vmap)
 from .linalg.torch_functions import *  # noqa: E402,F401,F403
 from .nn.conv import _top_adaptive_max_pool1d as adaptive_max_pool1d  # noqa: E402,F401
 from .nn.functional import _top_alpha_dropout as alpha_dropout_  # noqa: E402,F401
@@ -97,6 +104,12 @@ for _name in ("alpha_dropout", "celu", "dropout", "feature_alpha_dropout", "hard
     globals()[_name] = _name_errors(getattr(nn.functional, _name), _name)
 del _name
 
+# PyTorch's top-level in-place functions, from the Tensor methods (torch.exp_(x) is x.exp_())
+for _name in _TOP_INPLACE:
+    if _name not in globals() and _top_level_inplace(_name) is not None:
+        globals()[_name] = _top_level_inplace(_name)
+del _name
+
 # Dtypes are NumPy's dtype objects (one per type), so ``x.dtype is chainrule.float32``,
 # ``x.dtype == chainrule.float32`` and dicts keyed by dtype behave as PyTorch's
 float32 = _np.dtype("float32")
@@ -127,6 +140,7 @@ cdouble = complex128
 bool = bool_  # noqa: A001
 
 __version__ = "0.1.0"
+version.__version__ = __version__  # noqa: F405  (chainrule.version, torch.version's)
 
 __all__ = [
     "Tensor", "TABLE", "amp", "autograd", "distributions", "func", "linalg", "masked", "nn",

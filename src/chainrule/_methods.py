@@ -7,7 +7,7 @@ import numpy as np
 from . import _creation, _dual, _inplace, ops
 from . import _tensor as _tensor_mod
 from ._batched import Batched
-from ._dispatch import refresh_view
+from ._dispatch import name_errors, refresh_view
 from ._node import _Handle
 from ._state import STATE
 from ._tensor import Tensor, wrap
@@ -568,6 +568,168 @@ def _register_post_accumulate_grad_hook(self, hook):
     return _Handle(hooks, hook)
 
 
+def _inplace_compare(fn, op_name):
+    """``x.eq_(y)`` and kin: the comparison's result written into ``x``'s dtype (1 and 0),
+    as PyTorch's. A tensor that required grad still does, with a zero gradient."""
+    name = op_name + "_"
+
+    def method(self, *args):
+        def compute(old):
+            result = fn(old, *args)
+            if old.requires_grad:  # recorded: old's gradient through the update is zero
+                never = _creation.zeros(tuple(result.shape), dtype=np.bool_)
+                result = ops.where(never, old, result.to(old.dtype))
+            return result
+        return _inplace.update(self, compute, name, *args)
+
+    method.__name__ = name
+    method.__doc__ = f"In-place ``{op_name}``: ``self`` set to the result, in its dtype."
+    return method
+
+
+def _data_ptr(self):
+    """The address of the tensor's first element (NumPy's or CuPy's buffer): equal for
+    views that start at the same element, as PyTorch's."""
+    d = self._data
+    if isinstance(d, np.ndarray):
+        return d.__array_interface__["data"][0]
+    ptr = getattr(getattr(d, "data", None), "ptr", None)  # CuPy
+    if ptr is None:
+        raise RuntimeError(f"data_ptr: {type(d).__name__} arrays give no address")
+    return int(ptr)
+
+
+def _root_array(d):
+    while isinstance(getattr(d, "base", None), np.ndarray):
+        d = d.base
+    return d
+
+
+def _storage_offset(self):
+    """Elements between the start of the NumPy buffer the tensor's data views (its
+    outermost base array) and its first element (0 for a tensor that owns its data)."""
+    d = self._data
+    if not isinstance(d, np.ndarray) or d.itemsize == 0:
+        return 0
+    root = _root_array(d)
+    return (d.__array_interface__["data"][0] - root.__array_interface__["data"][0]) \
+        // d.itemsize
+
+
+def _is_set_to(self, tensor):
+    """True when both tensors view the same memory the same way (address, shape, strides,
+    dtype), as PyTorch's."""
+    return (isinstance(tensor, Tensor) and self.dtype == tensor.dtype
+            and tuple(self.shape) == tuple(tensor.shape) and _stride(self) == _stride(tensor)
+            and _data_ptr(self) == _data_ptr(tensor))
+
+
+def _dim_order(self, *, ambiguity_check=False):
+    """The dims from outermost to innermost in memory (by decreasing stride; (0, 1, ...)
+    for a contiguous tensor)."""
+    strides = _stride(self)
+    return tuple(sorted(range(self.ndim), key=lambda d: -strides[d]))
+
+
+def _cpu_callable(self, name):
+    if not isinstance(self._data, np.ndarray):
+        raise RuntimeError(f"{name}: only implemented on CPU tensors")
+    if self.requires_grad and STATE.enabled:
+        raise RuntimeError(f"Can't call {name}() on Variable that requires grad. Use "
+                           f"var.detach().{name}() instead.")
+
+
+def _apply(self, callable):  # noqa: A002  (PyTorch's parameter name)
+    """``x.apply_(fn)``: every element replaced by ``fn(element)`` (a Python number; cast
+    to the tensor's dtype), in place. CPU only; not for a tensor that requires grad."""
+    _cpu_callable(self, "apply_")
+    flat = self._data.reshape(-1).tolist()
+    values = np.array([callable(v) for v in flat]).reshape(self._data.shape)
+    return _fill_with("apply_")(self, wrap(values.astype(self._data.dtype)))
+
+
+def _map(self, tensor, callable):  # noqa: A002
+    """``x.map_(y, fn)``: every element ``a`` of ``x`` replaced by ``fn(a, b)``, ``b`` the
+    matching element of ``y`` broadcast to ``x``'s shape, in place (CPU only)."""
+    if not isinstance(tensor, Tensor):
+        raise TypeError(f"map_: argument 'other' (position 1) must be Tensor, not "
+                        f"{type(tensor).__name__}")
+    _cpu_callable(self, "map_")
+    other = np.asarray(tensor._data)
+    try:
+        other = np.broadcast_to(other, self._data.shape)
+    except ValueError:
+        raise RuntimeError(f"map_: the tensor of shape {list(other.shape)} cannot be "
+                           f"broadcast to {list(self._data.shape)}") from None
+    values = [callable(a, b) for a, b in zip(self._data.reshape(-1).tolist(),
+                                             other.reshape(-1).tolist())]
+    values = np.array(values).reshape(self._data.shape)
+    return _fill_with("map_")(self, wrap(values.astype(self._data.dtype)))
+
+
+def _as_subclass(self, cls):
+    """``x`` (its data and history shared) as an instance of the Tensor subclass ``cls``."""
+    if not (isinstance(cls, type) and issubclass(cls, Tensor)):
+        raise TypeError("Creating a Tensor subclass from a class that does not inherit from "
+                        "Tensor is not possible. Make sure your class inherits from Tensor.")
+    alias = ops.view(self, *self.shape) if self.requires_grad else self.detach()
+    out = cls.__new__(cls)
+    for klass in type(alias).__mro__:
+        for slot in getattr(klass, "__slots__", ()):
+            if hasattr(alias, slot) and slot != "__weakref__":
+                object.__setattr__(out, slot, getattr(alias, slot))
+    return out
+
+
+def _legacy_new_method(self, *args, **kwargs):
+    """``x.new(...)`` (PyTorch's legacy constructor) in ``x``'s dtype: ``x.new(2, 3)`` is an
+    uninitialised tensor of that shape, ``x.new([1, 2])`` a copy of the data."""
+    data, alias = _creation.legacy_new(args, numpy_dtype(self.dtype), "new", True)
+    return alias if alias is not None else wrap(data)
+
+
+def nonzero_static(input, *, size, fill_value=-1):
+    """The indices of the nonzero elements of ``input`` (as ``nonzero``, shape (n, ndim))
+    cut or padded with ``fill_value`` to exactly ``size`` rows."""
+    if not isinstance(size, (int, np.integer)) or size < 0:
+        raise RuntimeError("nonzero_static: 'size' must be an non-negative integer")
+    found = np.argwhere(np.asarray(input.detach().cpu().numpy()))[:size]
+    out = np.full((size, input.ndim), fill_value, dtype=np.int64)
+    out[:len(found)] = found
+    return wrap(beside(out, input._data))
+
+
+# PyTorch's top-level in-place functions (``torch.exp_(x)`` is ``x.exp_()``): made from the
+# Tensor methods by chainrule/__init__.py (:func:`top_level_inplace`)
+TOP_INPLACE = (
+    "abs_", "acos_", "acosh_", "addmv_", "arccos_", "arccosh_", "arcsin_", "arcsinh_", "arctan_",
+    "arctanh_", "asin_", "asinh_", "atan_", "atanh_", "ceil_", "clamp_", "clamp_max_",
+    "clamp_min_", "clip_", "conj_physical_", "cos_", "cosh_", "deg2rad_", "erf_", "erfc_",
+    "exp2_", "exp_", "expm1_", "fill_", "fix_", "floor_", "frac_", "gcd_", "i0_", "index_put_",
+    "lcm_", "ldexp_", "log10_", "log1p_", "log2_", "log_", "logit_", "nan_to_num_", "neg_",
+    "negative_", "rad2deg_", "reciprocal_", "resize_as_", "round_", "rsqrt_", "sigmoid_",
+    "sin_", "sinc_", "sinh_", "sqrt_", "square_", "tan_", "tanh_", "trunc_", "xlogy_",
+)
+
+
+def top_level_inplace(name):
+    """``torch.<name>(input, *args)``: the Tensor method ``input.<name>(*args)``; None when
+    Tensor has no such method."""
+    method = getattr(Tensor, name, None)
+    if method is None:
+        return None
+
+    def fn(input, *args, **kwargs):
+        if not isinstance(input, Tensor):
+            raise TypeError(f"{name}: argument 'input' (position 1) must be Tensor, not "
+                            f"{type(input).__name__}")
+        return method(input, *args, **kwargs)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"``input.{name}(...)``: ``input`` updated in place and returned."
+    return name_errors(fn)
+
+
 def install():
     T = Tensor
     _like_methods(T)
@@ -705,3 +867,57 @@ def install():
     T.zero_ = _zero
     T.fill_ = _fill
     T.copy_ = _copy
+    _torch_names_methods(T)
+
+
+def _torch_names_methods(T):
+    """More of PyTorch's Tensor methods and attributes (aliases, queries, legacy methods)."""
+    from ._compat import is_nonzero
+    from ._compat_names import REMOVED, strided
+
+    for name in ("greater", "greater_equal", "less", "less_equal", "not_equal", "gcd", "lcm",
+                 "igamma", "igammac"):
+        setattr(T, name, getattr(ops, name))
+    for name in ("eq", "ne", "lt", "le", "gt", "ge", "greater", "greater_equal", "less",
+                 "less_equal", "not_equal", "logical_and", "logical_or", "logical_xor",
+                 "logical_not"):
+        setattr(T, name + "_", _inplace_compare(getattr(ops, name), name))
+    for name in ("heaviside", "gcd", "lcm", "igamma", "igammac"):
+        setattr(T, name + "_", _inplace_variant(getattr(ops, name), name))
+    for name in ("swapaxes", "swapdims"):
+        setattr(T, name + "_", lambda self, dim0, dim1, _n=name: _inplace.reshape_in_place(
+            self, lambda x: ops.transpose(x, dim0, dim1), _n + "_"))
+    T.layout = property(lambda self: strided)
+    T.is_cpu = property(lambda self: self.device.type == "cpu")
+    T.itemsize = property(_element_size)
+    T.nbytes = property(lambda self: self.numel() * _element_size(self))
+    T.data_ptr = _data_ptr
+    T.storage_offset = _storage_offset
+    T.is_set_to = _is_set_to
+    T.dim_order = _dim_order
+    T.is_nonzero = is_nonzero
+    T.is_same_size = lambda self, other: tuple(self.shape) == tuple(other.shape)
+    T.is_signed = lambda self: dtype_kind(self.dtype) in "ifc"
+    T.share_memory_ = lambda self: self  # (NumPy memory is the process's: is_shared() False)
+    T.is_shared = lambda self: False
+    T.resize_as_ = lambda self, the_template, *, memory_format=None: _resize(
+        self, *the_template.shape)
+    T.new = _legacy_new_method
+    T.prelu = lambda self, weight: _nn_functional().prelu(self, weight)
+    T.hardshrink = lambda self, lambd=0.5: _nn_functional().hardshrink(self, lambd)
+    T.apply_ = _apply
+    T.map_ = _map
+    T.as_subclass = _as_subclass
+    T.nonzero_static = nonzero_static
+    for name in ("lstsq", "solve", "symeig", "eig"):
+        setattr(T, name, lambda self, *args, _n=name, **kwargs: _removed(_n, REMOVED))
+
+
+def _removed(name, texts):
+    raise RuntimeError(f"{name}: {texts[name]}")
+
+
+def _nn_functional():
+    from .nn import functional
+
+    return functional

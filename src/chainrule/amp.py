@@ -19,6 +19,21 @@ from ._state import no_grad
 
 __all__ = ["autocast", "GradScaler"]
 
+# torch.is_autocast_enabled / get_autocast_dtype read this (per device type): autocast's
+# blocks turn it on for theirs; nothing else consults it
+_AUTOCAST = {}
+
+
+def autocast_state(device_type):
+    """The autocast switch and dtype of ``device_type`` (a dict; PyTorch's defaults)."""
+    from . import bfloat16, float16
+
+    state = _AUTOCAST.get(device_type)
+    if state is None:
+        state = _AUTOCAST[device_type] = {
+            "enabled": False, "dtype": bfloat16 if device_type == "cpu" else float16}
+    return state
+
 
 class autocast:
     """A context manager and decorator that leaves dtypes as they are (see the module
@@ -28,9 +43,15 @@ class autocast:
         self.device_type, self.fast_dtype, self.enabled = device_type, dtype, enabled
 
     def __enter__(self):
+        state = autocast_state(str(self.device_type).split(":")[0])
+        self.__dict__.setdefault("_saved", []).append(dict(state))  # (re-entered: a stack)
+        state["enabled"] = bool(self.enabled)
+        if self.fast_dtype is not None:
+            state["dtype"] = self.fast_dtype
         return self
 
     def __exit__(self, *exc):
+        autocast_state(str(self.device_type).split(":")[0]).update(self._saved.pop())
         return False
 
     def __call__(self, fn):

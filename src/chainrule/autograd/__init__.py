@@ -8,7 +8,13 @@ gradient. The full Jacobian is never formed.
 
 from __future__ import annotations
 
+import sys as _sys
+import types as _types
+
+# torch.autograd's spellings: inference_mode, and the modules grad_mode and anomaly_mode
+from .._compat import inference_mode  # noqa: E402
 from .._state import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from . import anomaly as anomaly_mode  # noqa: E402,F401
 from . import batched, forward_ad, graph, profiler  # noqa: F401  (batched registers grad(is_grads_batched))
 from ._grad import backward, grad
 from .anomaly import AnomalyError, detect_anomaly, is_anomaly_enabled, set_detect_anomaly
@@ -19,10 +25,18 @@ from .pair import gradcheck_pair
 from .validate import ValidationResult, validate
 from .variable import Variable
 
+grad_mode = _types.ModuleType(f"{__name__}.grad_mode", "``torch.autograd.grad_mode``: the "
+                              "grad-mode context managers.")
+grad_mode.__dict__.update(no_grad=no_grad, enable_grad=enable_grad,
+                          set_grad_enabled=set_grad_enabled, inference_mode=inference_mode)
+_sys.modules.setdefault(grad_mode.__name__, grad_mode)
+_sys.modules.setdefault(f"{__name__}.anomaly_mode", anomaly_mode)
+
 __all__ = [
     "backward", "grad", "forward_ad", "root", "custom_root", "fixed_point", "Function",
     "FunctionCtx", "once_differentiable", "gradcheck", "gradgradcheck", "GradcheckError",
     "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "detect_anomaly",
     "set_detect_anomaly", "is_anomaly_enabled", "AnomalyError", "validate", "ValidationResult",
-    "GradcheckReport", "gradcheck_pair", "Variable", "graph", "profiler",
+    "GradcheckReport", "gradcheck_pair", "Variable", "graph", "profiler", "inference_mode",
+    "grad_mode", "anomaly_mode",
 ]

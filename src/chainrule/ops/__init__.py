@@ -6,6 +6,7 @@ from .. import _creation as _c
 from .. import _ns
 from .._dispatch import name_errors as _name_errors  # noqa: E402
 from ..backend import backend_of as _backend_of
+from . import special_fns
 from .comparison import *  # noqa: F401,F403
 from .einsum import *  # noqa: F401,F403
 from .elementwise import *  # noqa: F401,F403
@@ -23,6 +24,7 @@ from .shape import *  # noqa: F401,F403
 from .sorting import *  # noqa: F401,F403
 from .special_fns import *  # noqa: F401,F403
 from .torch_more import *  # noqa: F401,F403
+from .torch_names import *  # noqa: F401,F403
 
 # Errors raised while these functions prepare their arguments name the op (the kernels'
 # errors are named by the dispatcher). Not the hot elementwise functions and reductions.
@@ -37,9 +39,17 @@ for _name in ("reshape", "view", "flatten", "transpose", "swapaxes", "t", "permu
               "amax", "amin", "max", "min", "prod", "mean", "sum", "flip", "fliplr", "flipud",
               "roll", "rot90", "narrow", "select", "unflatten", "tensor_split", "hstack",
               "vstack", "column_stack", "meshgrid", "tile", "repeat", "swapdims",
-              "moveaxis"):
+              "moveaxis", "histc", "histogram", "histogramdd"):
     globals()[_name] = _name_errors(globals()[_name], _name)
-del _name
+# PyTorch's aliases (torch.greater is torch.gt; torch.igamma is special.gammainc, which is
+# differentiable in its second argument only), their errors naming the alias
+for _alias, _name in (("greater", "gt"), ("greater_equal", "ge"), ("less", "lt"),
+                      ("less_equal", "le"), ("not_equal", "ne"),
+                      ("igamma", "special_fns.gammainc"), ("igammac", "special_fns.gammaincc")):
+    _fn = special_fns.__dict__[_name[12:]] if _name.startswith("special_fns.") else \
+        globals()[_name]
+    globals()[_alias] = _name_errors(getattr(_fn, "__wrapped__", _fn), _alias)
+del _name, _alias, _fn
 
 
 def _prod_others(x, dim):
