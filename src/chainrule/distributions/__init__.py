@@ -14,32 +14,70 @@ respect to the parameters are those of the ops. Draws come from chainrule's defa
 -0.9189385332046727
 """
 
+import sys as _sys
+
 from . import (
     constraint_registry,
     constraints,
+    exp_family,
+    kl,
+    kl_added,  # noqa: F401  (registers the KL pairs of the families added last)
     kl_cross,  # noqa: F401  (registers KL pairs across families)
     kl_more,  # noqa: F401  (registers more KL pairs)
     transforms,
+    utils,
 )
 from .compound import MixtureSameFamily, TransformedDistribution
 from .constraint_registry import biject_to, transform_to
 from .continuous import Beta, Dirichlet, Exponential, Gamma, Laplace, LogNormal, Normal, Uniform
-from .discrete import Bernoulli, Binomial, Categorical, OneHotCategorical, Poisson
+from .counts import Multinomial, NegativeBinomial
+from .discrete import (
+    Bernoulli,
+    Binomial,
+    Categorical,
+    OneHotCategorical,
+    OneHotCategoricalStraightThrough,
+    Poisson,
+)
 from .distribution import Distribution
+from .exp_family import ExponentialFamily
 from .kl import kl_divergence, register_kl
+from .matrix import LKJCholesky, LowRankMultivariateNormal, Wishart
 from .more import Cauchy, Geometric, Gumbel, HalfCauchy, HalfNormal, StudentT
 from .multivariate import Independent, MultivariateNormal
+from .relaxed import LogisticNormal, RelaxedBernoulli, RelaxedOneHotCategorical
 from .transforms import (
     AbsTransform,
     AffineTransform,
+    CatTransform,
     ComposeTransform,
+    CorrCholeskyTransform,
+    CumulativeDistributionTransform,
     ExpTransform,
     IndependentTransform,
+    LowerCholeskyTransform,
+    PositiveDefiniteTransform,
     PowerTransform,
+    ReshapeTransform,
     SigmoidTransform,
+    SoftmaxTransform,
     SoftplusTransform,
+    StackTransform,
+    StickBreakingTransform,
     TanhTransform,
     Transform,
+    identity_transform,
+)
+from .univariate import (
+    Chi2,
+    ContinuousBernoulli,
+    FisherSnedecor,
+    GeneralizedPareto,
+    InverseGamma,
+    Kumaraswamy,
+    Pareto,
+    VonMises,
+    Weibull,
 )
 
 __all__ = [
@@ -51,5 +89,39 @@ __all__ = [
     "Transform", "ExpTransform", "AffineTransform",
     "SigmoidTransform", "TanhTransform", "SoftplusTransform", "PowerTransform",
     "AbsTransform", "ComposeTransform", "IndependentTransform", "TransformedDistribution",
-    "MixtureSameFamily",
+    "MixtureSameFamily", "ExponentialFamily", "Multinomial", "NegativeBinomial", "Chi2",
+    "Pareto", "Weibull", "InverseGamma", "Kumaraswamy", "VonMises", "ContinuousBernoulli",
+    "FisherSnedecor", "GeneralizedPareto", "RelaxedBernoulli", "RelaxedOneHotCategorical",
+    "LogisticNormal", "OneHotCategoricalStraightThrough", "LowRankMultivariateNormal",
+    "Wishart", "LKJCholesky", "CatTransform", "StackTransform", "ReshapeTransform",
+    "SoftmaxTransform", "StickBreakingTransform", "LowerCholeskyTransform",
+    "PositiveDefiniteTransform", "CorrCholeskyTransform", "CumulativeDistributionTransform",
+    "identity_transform", "exp_family", "kl", "utils",
 ]
+
+# torch.distributions is a package of one module per family (``from
+# torch.distributions.normal import Normal``); here families share modules, so each of
+# PyTorch's module names is an alias (attribute and sys.modules entry, as
+# chainrule.utils.data's submodules) of the module its classes live in
+_ALIASES = {
+    "bernoulli": "discrete", "beta": "continuous", "binomial": "discrete",
+    "categorical": "discrete", "cauchy": "more", "chi2": "univariate",
+    "continuous_bernoulli": "univariate", "dirichlet": "continuous",
+    "exponential": "continuous", "fishersnedecor": "univariate", "gamma": "continuous",
+    "generalized_pareto": "univariate", "geometric": "more", "gumbel": "more",
+    "half_cauchy": "more", "half_normal": "more", "independent": "multivariate",
+    "inverse_gamma": "univariate", "kumaraswamy": "univariate", "laplace": "continuous",
+    "lkj_cholesky": "matrix", "log_normal": "continuous", "logistic_normal": "relaxed",
+    "lowrank_multivariate_normal": "matrix", "mixture_same_family": "compound",
+    "multinomial": "counts", "multivariate_normal": "multivariate",
+    "negative_binomial": "counts", "normal": "continuous",
+    "one_hot_categorical": "discrete", "pareto": "univariate", "poisson": "discrete",
+    "relaxed_bernoulli": "relaxed", "relaxed_categorical": "relaxed", "studentT": "more",
+    "transformed_distribution": "compound", "uniform": "continuous",
+    "von_mises": "univariate", "weibull": "univariate", "wishart": "matrix",
+}
+for _alias, _target in _ALIASES.items():
+    _module = _sys.modules[f"{__name__}.{_target}"]
+    globals()[_alias] = _module
+    _sys.modules.setdefault(f"{__name__}.{_alias}", _module)
+del _alias, _target, _module

@@ -20,6 +20,9 @@ __all__ = [
     "greater_than", "greater_than_eq", "less_than", "simplex", "real_vector",
     "lower_cholesky", "positive_definite",
     "independent", "one_hot",
+    "dependent", "dependent_property", "is_dependent", "multinomial", "positive_integer",
+    "lower_triangular", "corr_cholesky", "square", "symmetric", "positive_semidefinite",
+    "cat", "stack",
 ]
 
 
@@ -215,3 +218,193 @@ independent = _Independent
 def half_open_interval(lower_bound, upper_bound):
     """The set ``[lower_bound, upper_bound)``."""
     return _Interval(lower_bound, upper_bound, open_upper=True)
+
+
+class _Dependent(Constraint):
+    """A constraint that depends on other parameters (``support`` of a distribution whose
+    bounds are parameters): ``check`` raises ValueError, and ``is_discrete`` / ``event_dim``
+    raise NotImplementedError unless given, as ``torch.distributions.constraints.dependent``.
+    """
+
+    def __init__(self, *, is_discrete=NotImplemented, event_dim=NotImplemented):
+        self._is_discrete = is_discrete
+        self._event_dim = event_dim
+
+    @property
+    def is_discrete(self):
+        if self._is_discrete is NotImplemented:
+            raise NotImplementedError(".is_discrete cannot be determined statically")
+        return self._is_discrete
+
+    @property
+    def event_dim(self):
+        if self._event_dim is NotImplemented:
+            raise NotImplementedError(".event_dim cannot be determined statically")
+        return self._event_dim
+
+    def __call__(self, *, is_discrete=NotImplemented, event_dim=NotImplemented):
+        if is_discrete is NotImplemented:
+            is_discrete = self._is_discrete
+        if event_dim is NotImplemented:
+            event_dim = self._event_dim
+        return _Dependent(is_discrete=is_discrete, event_dim=event_dim)
+
+    def check(self, value):
+        raise ValueError("Cannot determine validity of dependent constraint")
+
+
+def is_dependent(constraint):
+    """True for ``dependent`` (and ``dependent_property``) constraints."""
+    return isinstance(constraint, _Dependent)
+
+
+class _DependentProperty(property, _Dependent):
+    """A property that is also a dependent constraint (on the class), as PyTorch's
+    ``constraints.dependent_property``: on an instance it evaluates the function."""
+
+    def __init__(self, fn=None, *, is_discrete=NotImplemented, event_dim=NotImplemented):
+        property.__init__(self, fn)
+        self._is_discrete = is_discrete
+        self._event_dim = event_dim
+
+    def __call__(self, fn):
+        return _DependentProperty(fn, is_discrete=self._is_discrete, event_dim=self._event_dim)
+
+
+class _IntegerLessThan(Constraint):
+    is_discrete = True
+
+    def __init__(self, upper_bound):
+        self.upper_bound = upper_bound
+
+    def _check(self, v):
+        return (v % 1 == 0) & (v <= self.upper_bound)
+
+
+class _Multinomial(Constraint):
+    """Non-negative counts summing to at most ``upper_bound`` (over the last dim)."""
+
+    is_discrete = True
+    event_dim = 1
+
+    def __init__(self, upper_bound):
+        self.upper_bound = upper_bound
+
+    def _check(self, v):
+        return np.all(v >= 0, axis=-1) & (v.sum(-1) <= _np(self.upper_bound))
+
+
+class _LowerTriangular(Constraint):
+    event_dim = 2
+
+    def _check(self, v):
+        return np.all(np.tril(v) == v, axis=(-2, -1))
+
+
+class _CorrCholesky(Constraint):
+    """Lower Cholesky factors of correlation matrices: lower triangular, positive diagonal,
+    rows of unit norm (to ``10 n eps``)."""
+
+    event_dim = 2
+
+    def _check(self, v):
+        tol = np.finfo(v.dtype if v.dtype.kind == "f" else np.float64).eps * v.shape[-1] * 10
+        unit = np.all(np.abs(np.linalg.norm(v, axis=-1) - 1.0) <= tol, axis=-1)
+        return _LowerCholesky()._check(v) & unit
+
+
+class _Square(Constraint):
+    event_dim = 2
+
+    def _check(self, v):
+        return np.full(v.shape[:-2], v.shape[-2] == v.shape[-1], dtype=bool)
+
+
+class _Symmetric(_Square):
+    def _check(self, v):
+        square = super()._check(v)
+        if not square.all():
+            return square
+        return np.all(np.isclose(v, np.swapaxes(v, -1, -2), atol=1e-6), axis=(-2, -1))
+
+
+class _PositiveSemidefinite(_Symmetric):
+    def _check(self, v):
+        sym = super()._check(v)
+        if not sym.all():
+            return sym
+        return np.all(np.linalg.eigvalsh(v) >= 0, axis=-1)
+
+
+class _Cat(Constraint):
+    """Constraints applied to consecutive slices (of ``lengths``) along ``dim``."""
+
+    def __init__(self, cseq, dim=0, lengths=None):
+        if not all(isinstance(c, Constraint) for c in cseq):
+            raise AssertionError("All elements of cseq must be Constraint instances")
+        self.cseq = list(cseq)
+        self.lengths = [1] * len(self.cseq) if lengths is None else list(lengths)
+        if len(self.lengths) != len(self.cseq):
+            raise AssertionError(f"lengths ({len(self.lengths)}) must match cseq "
+                                 f"({len(self.cseq)})")
+        self.dim = dim
+
+    @property
+    def is_discrete(self):
+        return any(c.is_discrete for c in self.cseq)
+
+    @property
+    def event_dim(self):
+        return max(c.event_dim for c in self.cseq)
+
+    def _check(self, v):
+        if not -v.ndim <= self.dim < v.ndim:
+            raise AssertionError(f"dim {self.dim} out of range for value with {v.ndim} "
+                                 f"dimensions")
+        checks, start = [], 0
+        for c, length in zip(self.cseq, self.lengths):
+            part = np.take(v, np.arange(start, start + length), axis=self.dim)
+            checks.append(np.asarray(c._check(part)))
+            start += length
+        return np.concatenate(checks, self.dim)
+
+
+class _Stack(Constraint):
+    """One constraint per index along ``dim``."""
+
+    def __init__(self, cseq, dim=0):
+        if not all(isinstance(c, Constraint) for c in cseq):
+            raise AssertionError("All elements of cseq must be Constraint instances")
+        self.cseq = list(cseq)
+        self.dim = dim
+
+    @property
+    def is_discrete(self):
+        return any(c.is_discrete for c in self.cseq)
+
+    @property
+    def event_dim(self):
+        dim = max(c.event_dim for c in self.cseq)
+        if self.dim + dim < 0:
+            dim += 1
+        return dim
+
+    def _check(self, v):
+        if not -v.ndim <= self.dim < v.ndim:
+            raise AssertionError(f"dim {self.dim} out of range for value with {v.ndim} "
+                                 f"dimensions")
+        parts = [np.take(v, i, axis=self.dim) for i in range(v.shape[self.dim])]
+        return np.stack([np.asarray(c._check(p)) for p, c in zip(parts, self.cseq)], self.dim)
+
+
+dependent = _Dependent()
+dependent_property = _DependentProperty
+positive_integer = _IntegerGreaterThan(1)
+multinomial = _Multinomial
+lower_triangular = _LowerTriangular()
+corr_cholesky = _CorrCholesky()
+square = _Square()
+symmetric = _Symmetric()
+positive_semidefinite = _PositiveSemidefinite()
+cat = _Cat
+stack = _Stack

@@ -18,6 +18,7 @@ from ..autograd import Function, once_differentiable
 from ..backend import numpy_dtype
 from . import constraints
 from .distribution import Distribution, _draw, as_float, beside_of, broadcast_all, values_of
+from .exp_family import ExponentialFamily
 
 __all__ = ["Normal", "Uniform", "Exponential", "Laplace", "LogNormal", "Gamma", "Beta",
            "Dirichlet"]
@@ -99,7 +100,7 @@ class _LocationScale(Distribution):
         super().__init__(self.loc.shape, validate_args=validate_args)
 
 
-class Normal(_LocationScale):
+class Normal(_LocationScale, ExponentialFamily):
     """Normal (Gaussian) distribution ``N(loc, scale^2)``, as ``torch.distributions.Normal``.
 
     ``loc`` and ``scale`` (numbers or Tensors) broadcast to ``batch_shape``; event shape
@@ -145,6 +146,15 @@ class Normal(_LocationScale):
 
     def entropy(self):
         return 0.5 + _LOG_SQRT_2PI + _ops.log(self.scale)
+
+    _mean_carrier_measure = 0
+
+    @property
+    def _natural_params(self):
+        return (self.loc / self.scale ** 2, -0.5 / self.scale ** 2)
+
+    def _log_normalizer(self, x, y):
+        return -0.25 * x ** 2 / y + 0.5 * _ops.log(-math.pi / y)
 
 
 class Uniform(Distribution):
@@ -214,7 +224,7 @@ class Uniform(Distribution):
         return _ops.log(self.high - self.low)
 
 
-class Exponential(Distribution):
+class Exponential(ExponentialFamily):
     """Exponential distribution with ``rate``, density ``rate e^(-rate x)`` on ``x >= 0``, as
     ``torch.distributions.Exponential``.
 
@@ -268,6 +278,15 @@ class Exponential(Distribution):
 
     def entropy(self):
         return 1.0 - _ops.log(self.rate)
+
+    _mean_carrier_measure = 0
+
+    @property
+    def _natural_params(self):
+        return (-self.rate,)
+
+    def _log_normalizer(self, x):
+        return -_ops.log(-x)
 
 
 class Laplace(_LocationScale):
@@ -379,7 +398,7 @@ class LogNormal(Distribution):
         return self.base_dist.entropy() + self.loc
 
 
-class Gamma(Distribution):
+class Gamma(ExponentialFamily):
     """Gamma distribution with shape ``concentration`` (alpha) and ``rate`` (beta), density
     ``beta^alpha x^(alpha - 1) e^(-beta x) / Gamma(alpha)``, as ``torch.distributions.Gamma``.
 
@@ -431,8 +450,17 @@ class Gamma(Distribution):
         a = self.concentration
         return a - _ops.log(self.rate) + _ops.lgamma(a) + (1.0 - a) * _ops.digamma(a)
 
+    _mean_carrier_measure = 0
 
-class Beta(Distribution):
+    @property
+    def _natural_params(self):
+        return (self.concentration - 1, -self.rate)
+
+    def _log_normalizer(self, x, y):
+        return _ops.lgamma(x + 1) + (x + 1) * _ops.log(-1 / y)
+
+
+class Beta(ExponentialFamily):
     """Beta distribution, density ``x^(a - 1) (1 - x)^(b - 1) / B(a, b)`` on ``[0, 1]`` with
     ``a = concentration1``, ``b = concentration0``, as ``torch.distributions.Beta``.
 
@@ -492,6 +520,13 @@ class Beta(Distribution):
                 - (a - 1) * _ops.digamma(a) - (b - 1) * _ops.digamma(b)
                 + (total - 2) * _ops.digamma(total))
 
+    @property
+    def _natural_params(self):
+        return (self.concentration1, self.concentration0)
+
+    def _log_normalizer(self, x, y):
+        return _ops.lgamma(x) + _ops.lgamma(y) - _ops.lgamma(x + y)
+
 
 def _dirichlet_mode(c):
     """The Dirichlet mode of concentrations ``c`` (last dim K); see :attr:`Dirichlet.mode`.
@@ -506,7 +541,7 @@ def _dirichlet_mode(c):
     return _ops.where(corner, e0, mode)
 
 
-class Dirichlet(Distribution):
+class Dirichlet(ExponentialFamily):
     """Dirichlet distribution over the simplex with ``concentration`` of shape
     ``batch_shape + (K,)``; event shape ``(K,)``, as ``torch.distributions.Dirichlet``.
 
@@ -566,3 +601,10 @@ class Dirichlet(Distribution):
         a0 = a.sum(-1)
         return (_ops.lgamma(a).sum(-1) - _ops.lgamma(a0) - (k - a0) * _ops.digamma(a0)
                 - ((a - 1.0) * _ops.digamma(a)).sum(-1))
+
+    @property
+    def _natural_params(self):
+        return (self.concentration,)
+
+    def _log_normalizer(self, x):
+        return _ops.lgamma(x).sum(-1) - _ops.lgamma(x.sum(-1))

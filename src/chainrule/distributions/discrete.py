@@ -11,6 +11,7 @@ import numpy as np
 
 from .. import _creation
 from .. import ops as _ops
+from .. import special as _special
 from .._tensor import Tensor
 from ..backend import numpy_dtype
 from . import constraints
@@ -26,8 +27,10 @@ from .distribution import (
     softplus,
     values_of,
 )
+from .exp_family import ExponentialFamily
 
-__all__ = ["Bernoulli", "Categorical", "OneHotCategorical", "Poisson", "Binomial"]
+__all__ = ["Bernoulli", "Categorical", "OneHotCategorical", "OneHotCategoricalStraightThrough",
+           "Poisson", "Binomial"]
 
 
 def _one_of(probs, logits):
@@ -64,7 +67,7 @@ class _ProbsOrLogits:
         return self._param.shape
 
 
-class Bernoulli(_ProbsOrLogits, Distribution):
+class Bernoulli(_ProbsOrLogits, ExponentialFamily):
     """Bernoulli distribution on ``{0, 1}`` given ``probs`` or ``logits`` (exactly one), as
     ``torch.distributions.Bernoulli``; the other parameterisation is computed on first use
     (``logits = log p - log1p(-p)`` of ``p`` clamped to ``[eps, 1 - eps]``, ``probs =
@@ -118,6 +121,15 @@ class Bernoulli(_ProbsOrLogits, Distribution):
 
     def entropy(self):
         return softplus(self.logits) - self.probs * self.logits
+
+    _mean_carrier_measure = 0
+
+    @property
+    def _natural_params(self):
+        return (_special.logit(self.probs),)
+
+    def _log_normalizer(self, x):
+        return _ops.log1p(_ops.exp(x))
 
     def enumerate_support(self, expand=True):
         """``[0, 1]`` shaped ``(2,) + (1,) * len(batch_shape)`` (expanded to the batch)."""
@@ -215,24 +227,8 @@ class Categorical(_ProbsOrLogits, Distribution):
         return values.expand((k,) + batch) if expand else values
 
 
-class OneHotCategorical(Distribution):
-    """A Categorical draw as a one-hot vector: event shape ``(K,)``, batch shape that of the
-    Categorical, as ``torch.distributions.OneHotCategorical``. ``probs``/``logits`` as for
-    :class:`Categorical`; ``mean = probs``, ``variance = probs (1 - probs)``, ``log_prob(x) =
-    Categorical.log_prob(argmax x)``, same entropy. Draws are in the parameters' float dtype.
-
-    Raises what :class:`Categorical` raises; (when validating) ValueError for values that
-    are not one-hot.
-    """
-
-    support = constraints.one_hot
-    has_enumerate_support = True
-
-    def __init__(self, probs=None, logits=None, validate_args=None):
-        self._categorical = Categorical(probs, logits, validate_args=validate_args)
-        param = self._categorical._param
-        super().__init__(tuple(param.shape)[:-1], tuple(param.shape)[-1:],
-                         validate_args=validate_args)
+class _CategoricalParams:
+    """``probs``, ``logits`` and ``param_shape`` read from ``self._categorical``."""
 
     @property
     def probs(self):
@@ -245,6 +241,27 @@ class OneHotCategorical(Distribution):
     @property
     def param_shape(self):
         return self._categorical.param_shape
+
+
+class OneHotCategorical(_CategoricalParams, Distribution):
+    """A Categorical draw as a one-hot vector: event shape ``(K,)``, batch shape that of the
+    Categorical, as ``torch.distributions.OneHotCategorical``. ``probs``/``logits`` as for
+    :class:`Categorical`; ``mean = probs``, ``variance = probs (1 - probs)``, ``log_prob(x) =
+    Categorical.log_prob(argmax x)``, same entropy. Draws are in the parameters' float dtype.
+
+    Raises what :class:`Categorical` raises; (when validating) ValueError for values that
+    are not one-hot.
+    """
+
+    arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
+    support = constraints.one_hot
+    has_enumerate_support = True
+
+    def __init__(self, probs=None, logits=None, validate_args=None):
+        self._categorical = Categorical(probs, logits, validate_args=validate_args)
+        param = self._categorical._param
+        super().__init__(tuple(param.shape)[:-1], tuple(param.shape)[-1:],
+                         validate_args=validate_args)
 
     @property
     def mean(self):
@@ -282,7 +299,21 @@ class OneHotCategorical(Distribution):
         return values.expand((k,) + batch + (k,)) if expand else values
 
 
-class Poisson(Distribution):
+class OneHotCategoricalStraightThrough(OneHotCategorical):
+    """OneHotCategorical with the straight-through gradient estimator (Bengio et al.
+    2013), as ``torch.distributions.OneHotCategoricalStraightThrough``: ``rsample`` is a
+    one-hot draw plus ``probs - probs.detach()`` (the draw's value, the gradient of
+    ``probs``)."""
+
+    has_rsample = True
+
+    def rsample(self, sample_shape=()):
+        samples = self.sample(sample_shape)
+        probs = self._categorical.probs
+        return samples + (probs - probs.detach())
+
+
+class Poisson(ExponentialFamily):
     """Poisson distribution with ``rate``, ``P(k) = rate^k e^-rate / k!``, as
     ``torch.distributions.Poisson``.
 
@@ -321,6 +352,13 @@ class Poisson(Distribution):
     def log_prob(self, value):
         value = self._value(value, self.rate.dtype)
         return _ops.xlogy(value, self.rate) - self.rate - _ops.lgamma(value + 1)
+
+    @property
+    def _natural_params(self):
+        return (_ops.log(self.rate),)
+
+    def _log_normalizer(self, x):
+        return _ops.exp(x)
 
 
 class Binomial(_ProbsOrLogits, Distribution):

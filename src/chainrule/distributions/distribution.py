@@ -12,6 +12,7 @@ from .. import ops as _ops
 from .._state import no_grad
 from .._tensor import Size, Tensor, wrap
 from ..backend import beside, numpy_dtype
+from . import constraints as _constraints
 
 __all__ = ["Distribution", "broadcast_all"]
 
@@ -126,6 +127,8 @@ class Distribution:
             self._validate_args = validate_args
         if self._validate_args:
             for param, constraint in self.arg_constraints.items():
+                if _constraints.is_dependent(constraint):
+                    continue  # bounds given by other parameters (PyTorch skips these too)
                 lazy = isinstance(getattr(type(self), param, None), cached_property)
                 if lazy and param not in self.__dict__:
                     continue  # computed from the other parameterisation

@@ -7,9 +7,6 @@ like ``p``'s parameter (as PyTorch's ``_infinite_like``), or ``inf`` where the s
 disagree for the pairs that depend on parameters (Beta || Uniform, Uniform || Beta, Uniform ||
 Exponential, Uniform || Gamma); those use ``where`` rather than PyTorch's masked assignment,
 so ``p`` and ``q`` with broadcastable (not equal) batch shapes work.
-
-Normal || Laplace (in PyTorch) is not registered here: tests/test_distributions.py uses it as
-its example of an unregistered pair.
 """
 
 from __future__ import annotations

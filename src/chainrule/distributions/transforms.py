@@ -27,7 +27,10 @@ from .distribution import softplus, sum_rightmost
 
 __all__ = ["Transform", "ExpTransform", "AffineTransform", "SigmoidTransform",
            "TanhTransform", "SoftplusTransform", "PowerTransform", "AbsTransform",
-           "ComposeTransform", "IndependentTransform", "identity_transform"]
+           "ComposeTransform", "IndependentTransform", "identity_transform",
+           "CatTransform", "StackTransform", "ReshapeTransform", "SoftmaxTransform",
+           "StickBreakingTransform", "LowerCholeskyTransform", "PositiveDefiniteTransform",
+           "CorrCholeskyTransform", "CumulativeDistributionTransform"]
 
 
 def _broadcast_shape(shape, param):
@@ -562,3 +565,18 @@ class AffineTransform(Transform):
 
     def __repr__(self):
         return f"AffineTransform(loc={self.loc}, scale={self.scale})"
+
+
+# the structured transforms live in transforms_more (they build on Transform above); they
+# are part of this module's namespace, as in torch.distributions.transforms
+from .transforms_more import (  # noqa: E402
+    CatTransform,
+    CorrCholeskyTransform,
+    CumulativeDistributionTransform,
+    LowerCholeskyTransform,
+    PositiveDefiniteTransform,
+    ReshapeTransform,
+    SoftmaxTransform,
+    StackTransform,
+    StickBreakingTransform,
+)
