@@ -10,9 +10,10 @@ Everything is composed of chainrule's differentiable ops (no new derivative rule
 gradients of any order, ``chainrule.func`` transforms and ``gradcheck`` work through it.
 """
 
-from . import _module, functional, init, parallel, utils
+from . import _module, _torch_modules, functional, init, parallel, parameter, utils
 from . import conv as _conv
 from . import conv_more as _conv_more
+from . import fractional as _fractional
 from . import modules as _modules_file
 from ._functional_call import functional_call
 from ._module import (
@@ -25,10 +26,15 @@ from ._module import (
     ParameterList,
     Sequential,
 )
+from ._torch_modules import Container, NLLLoss2d
 from .conv import *  # noqa: F401,F403
 from .conv import __all__ as _conv_all
 from .conv_more import *  # noqa: F401,F403
 from .conv_more import __all__ as _conv_more_all
+from .fractional import *  # noqa: F401,F403
+from .fractional import __all__ as _fractional_all
+from .lazy import *  # noqa: F401,F403
+from .lazy import __all__ as _lazy_all
 from .modules import *  # noqa: F401,F403
 from .modules import __all__ as _modules_all
 from .modules_extra import *  # noqa: F401,F403
@@ -36,6 +42,7 @@ from .modules_extra import __all__ as _modules_extra_all
 from .modules_more import *  # noqa: F401,F403
 from .modules_more import __all__ as _modules_more_all
 from .parallel import DataParallel
+from .parameter import UninitializedBuffer, UninitializedParameter
 from .rnn import *  # noqa: F401,F403
 from .rnn import __all__ as _rnn_all
 from .transformer import *  # noqa: F401,F403
@@ -54,9 +61,17 @@ for _name in _conv.FUNCTIONAL:  # conv1d, max_pool2d, ...: conv.py builds on fun
 for _name in _conv_more.FUNCTIONAL:  # conv_transpose2d, interpolate, ...: likewise
     setattr(functional, _name, getattr(_conv_more, _name))
     functional.__all__.append(_name)
+for _name in _fractional.FUNCTIONAL:  # fractional_max_pool2d, ...: likewise
+    setattr(functional, _name, getattr(_fractional, _name))
+    functional.__all__.append(_name)
 
-__all__ = ["functional", "init", "parallel", "utils", "functional_call", "Parameter", "Buffer",
-           "Module", "DataParallel", "Sequential", "ModuleList", "ModuleDict", "ParameterList",
-           "ParameterDict",
+__all__ = ["functional", "init", "parallel", "utils", "parameter", "functional_call",
+           "Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer", "Module",
+           "DataParallel", "Container", "Sequential", "ModuleList", "ModuleDict",
+           "ParameterList", "ParameterDict", "NLLLoss2d",
            *_modules_all, *_modules_more_all, *_modules_extra_all, *_conv_all, *_conv_more_all,
-           *_rnn_all, *_transformer_all]
+           *_fractional_all, *[n for n in _lazy_all if n != "LazyModuleMixin"], *_rnn_all,
+           *_transformer_all]
+
+# torch.nn.modules.<submodule> (loss, conv, batchnorm, utils, lazy, ...), importable
+_torch_modules.install()

@@ -201,11 +201,13 @@ class Module:
             modules[name] = value
             return
         buffers = self.__dict__.get("_buffers")
-        if isinstance(value, Buffer) or (buffers is not None and name in buffers):
+        # (an UninitializedBuffer registers as a Buffer does, as PyTorch's)
+        is_buffer = isinstance(value, Buffer) or getattr(type(value), "_is_buffer", False)
+        if is_buffer or (buffers is not None and name in buffers):
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(f"cannot assign '{_typename(value)}' as buffer '{name}' "
                                 "(torch.nn.Buffer, torch.Tensor or None expected)")
-            if isinstance(value, Buffer):
+            if is_buffer:
                 persistent = value.persistent
             else:
                 persistent = name not in self._non_persistent_buffers_set
@@ -677,9 +679,13 @@ class Module:
                                   f"torch.Tensor or Tensor-like object from checkpoint but "
                                   f"received {type(value)}")
                 continue
-            if len(param.shape) == 0 and len(value.shape) == 1 and value.shape[0] == 1:
+            # an uninitialized parameter (a lazy module's) has no shape to check: it takes
+            # an uninitialized one as is (a copy of nothing), as PyTorch's
+            lazy = getattr(type(param), "_uninitialized", False)
+            if not lazy and len(param.shape) == 0 and len(value.shape) == 1 and \
+                    value.shape[0] == 1:
                 value = value[0]  # (PyTorch 0.3 checkpoints)
-            if tuple(value.shape) != tuple(param.shape):
+            if not lazy and tuple(value.shape) != tuple(param.shape):
                 error_msgs.append(f"size mismatch for {key}: copying a param with shape "
                                   f"torch.Size({list(value.shape)}) from checkpoint, the "
                                   f"shape in current model is torch.Size({list(param.shape)}).")
@@ -693,6 +699,8 @@ class Module:
                             else:
                                 value = Parameter(value, requires_grad=param.requires_grad)
                         setattr(self, name, value)
+                    elif lazy:
+                        param.copy_(value)
                     else:
                         value = value.detach()  # a copy, on the parameter's device
                         param.copy_(value.clone() if value.device == param.device else

@@ -24,7 +24,7 @@ from ._module import Module
 from .modules import _empty
 from .utils.rnn import PackedSequence
 
-__all__ = ["RNNCell", "LSTMCell", "GRUCell", "RNN", "LSTM", "GRU"]
+__all__ = ["RNNCellBase", "RNNCell", "LSTMCell", "GRUCell", "RNNBase", "RNN", "LSTM", "GRU"]
 
 _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
 
@@ -97,13 +97,20 @@ def _reset_uniform(module):
         init.uniform_(p, -bound, bound)
 
 
-class _RNNCellBase(Module):
+class RNNCellBase(Module):
+    """The base of :class:`RNNCell`, :class:`LSTMCell` and :class:`GRUCell`, as PyTorch's:
+    ``(input_size, hidden_size, bias, num_chunks, device=None, dtype=None)`` makes
+    ``weight_ih`` (num_chunks*hidden_size, input_size), ``weight_hh`` (num_chunks*hidden_size,
+    hidden_size) and, with ``bias``, ``bias_ih`` and ``bias_hh``, all from
+    U(-1/sqrt(hidden_size), 1/sqrt(hidden_size)); ``forward`` runs the step of ``mode``
+    ('RNN_TANH' unless a subclass sets it)."""
+
     mode = "RNN_TANH"
 
-    def __init__(self, input_size, hidden_size, bias, dtype):
+    def __init__(self, input_size, hidden_size, bias, num_chunks, device=None, dtype=None):
         super().__init__()
         self.input_size, self.hidden_size, self.bias = input_size, hidden_size, bias
-        gates = _GATES[self.mode] * hidden_size
+        gates = num_chunks * hidden_size
         self.weight_ih = _empty((gates, input_size), dtype)
         self.weight_hh = _empty((gates, hidden_size), dtype)
         if bias:
@@ -165,7 +172,7 @@ _CELL_DOC = """
     """
 
 
-class RNNCell(_RNNCellBase):
+class RNNCell(RNNCellBase):
     """An Elman RNN cell: ``forward(input, hx=None)`` returns
     ``h' = act(x W_ih^T + b_ih + h W_hh^T + b_hh)``, ``act`` tanh or relu
     (``nonlinearity``)."""
@@ -178,10 +185,10 @@ class RNNCell(_RNNCellBase):
                  dtype=None):
         self.mode = _rnn_mode(nonlinearity)
         self.nonlinearity = nonlinearity
-        super().__init__(input_size, hidden_size, bias, dtype)
+        super().__init__(input_size, hidden_size, bias, _GATES[self.mode], dtype=dtype)
 
 
-class LSTMCell(_RNNCellBase):
+class LSTMCell(RNNCellBase):
     """A long short-term memory cell: ``forward(input, hx=None)``, ``hx = (h, c)``, returns
     ``(h', c')``: with ``i, f, g, o`` the four chunks (in that order) of ``x W_ih^T + b_ih +
     h W_hh^T + b_hh``, ``c' = sigmoid(f) * c + sigmoid(i) * tanh(g)`` and
@@ -193,10 +200,10 @@ class LSTMCell(_RNNCellBase):
         raises="\n    TypeError\n        ``hx`` given and not a pair ``(h, c)``.")
 
     def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None):
-        super().__init__(input_size, hidden_size, bias, dtype)
+        super().__init__(input_size, hidden_size, bias, _GATES[self.mode], dtype=dtype)
 
 
-class GRUCell(_RNNCellBase):
+class GRUCell(RNNCellBase):
     """A gated recurrent unit cell: ``forward(input, hx=None)`` returns
     ``h' = (1 - z) * n + z * h`` where, with ``W_i* x + b_i*`` and ``W_h* h + b_h*`` the
     chunks (r, z, n in that order) of the input and hidden products,
@@ -207,7 +214,7 @@ class GRUCell(_RNNCellBase):
     __doc__ += _CELL_DOC.format(states="``hx`` and ``h'``", gates=3, raises="")
 
     def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None):
-        super().__init__(input_size, hidden_size, bias, dtype)
+        super().__init__(input_size, hidden_size, bias, _GATES[self.mode], dtype=dtype)
 
 
 def _check_args(input_size, hidden_size, num_layers, bias, batch_first, dropout, proj_size):
