@@ -216,9 +216,10 @@ def _linalg_samples():
     from samples_linalg_more import SAMPLES as linalg_more
     from samples_matrix_function import SAMPLES as matrix_function
     from samples_reductions import SAMPLES as reductions
+    from samples_special_more import SAMPLES as special_more
 
     return (decomp + inverse + linalg_more + elementwise + reductions + indexing
-            + matrix_function)
+            + matrix_function + special_more)
 
 
 SAMPLES += _linalg_samples()

@@ -54,6 +54,12 @@ ELEMENTWISE_NARY = {
     "logaddexp", "logaddexp2", "xlogy", "xlog1py", "fmod", "remainder", "copysign", "fmax",
     "fmin", "nan_to_num", "polygamma", "zeta", "gammasgn", "beta", "jn", "yn", "iv", "ive",
     "gammainc", "gammaincc", "betainc", "binary_cross_entropy",
+    # torch.special's polynomials (x and the degree n), and their derivatives' blocks
+    "chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
+    "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t",
+    "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
+    "shifted_chebyshev_polynomial_w", "hermite_polynomial_h", "hermite_polynomial_he",
+    "laguerre_polynomial_l", "legendre_polynomial_p", "gegenbauer", "genlaguerre",
 }
 # ops declared in the elementwise modules that are not elementwise (none today)
 NOT_ELEMENTWISE = {}

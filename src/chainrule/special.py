@@ -6,7 +6,12 @@ digamma (psi), polygamma, zeta (differentiable in ``q`` only, as in PyTorch), nd
 log_ndtr, i0, i0e, i1, i1e, entr, xlogy, xlog1py, sinc, expit (sigmoid), exp2, expm1, log1p,
 round; SciPy's gamma, rgamma, gammasgn (zero gradient), beta, the Bessel functions j0, j1,
 jn, y0, y1, yn, iv, ive (differentiable in x, not in the order), and gammainc, gammaincc,
-betainc (differentiable in x only, as PyTorch's gammainc). Compositions of those: ndtr,
+betainc (differentiable in x only, as PyTorch's gammainc); torch.special's orthogonal
+polynomials (chebyshev_polynomial_t/u/v/w and their shifted forms, hermite_polynomial_h/he,
+laguerre_polynomial_l, legendre_polynomial_p: differentiable in x to every order, not in
+the degree n), airy_ai and the modified Bessel functions k0, k1, k0e, k1e
+(modified_bessel_k0/k1, scaled_modified_bessel_k0/k1), whose PyTorch versions record no
+gradient. Compositions of those: ndtr,
 logit, multigammaln, betaln, erfcinv, and logsumexp, softmax, log_softmax (the reductions
 of ``chainrule``).
 """
@@ -22,9 +27,14 @@ from .ops.elementwise import erf, expm1, log1p
 from .ops.elementwise import sigmoid as expit
 from .ops.elementwise_more import exp2, round, sinc, xlogy  # noqa: A004
 from .ops.special_fns import (
+    airy_ai,
     beta,
     betainc,
     betaln,
+    chebyshev_polynomial_t,
+    chebyshev_polynomial_u,
+    chebyshev_polynomial_v,
+    chebyshev_polynomial_w,
     digamma,
     entr,
     erfc,
@@ -35,6 +45,8 @@ from .ops.special_fns import (
     gammainc,
     gammaincc,
     gammasgn,
+    hermite_polynomial_h,
+    hermite_polynomial_he,
     i0,
     i0e,
     i1,
@@ -44,12 +56,22 @@ from .ops.special_fns import (
     j0,
     j1,
     jn,
+    k0,
+    k0e,
+    k1,
+    k1e,
+    laguerre_polynomial_l,
+    legendre_polynomial_p,
     log_ndtr,
     logit,
     ndtr,
     ndtri,
     polygamma,
     rgamma,
+    shifted_chebyshev_polynomial_t,
+    shifted_chebyshev_polynomial_u,
+    shifted_chebyshev_polynomial_v,
+    shifted_chebyshev_polynomial_w,
     xlog1py,
     y0,
     y1,
@@ -70,6 +92,15 @@ __all__ = [
     # PyTorch's names of the Bessel functions above
     "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "modified_bessel_i0",
     "modified_bessel_i1", "spherical_bessel_j0",
+    # torch.special's orthogonal polynomials, Airy Ai and modified Bessel K (SciPy's k0, k1,
+    # k0e, k1e too)
+    "chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
+    "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t",
+    "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
+    "shifted_chebyshev_polynomial_w", "hermite_polynomial_h", "hermite_polynomial_he",
+    "laguerre_polynomial_l", "legendre_polynomial_p", "airy_ai", "k0", "k1", "k0e", "k1e",
+    "modified_bessel_k0", "modified_bessel_k1", "scaled_modified_bessel_k0",
+    "scaled_modified_bessel_k1",
 ]
 
 psi = digamma
@@ -88,6 +119,8 @@ def log_softmax(input, dim, *, dtype=None):
 
 bessel_j0, bessel_j1, bessel_y0, bessel_y1 = j0, j1, y0, y1  # torch.special's names
 modified_bessel_i0, modified_bessel_i1 = i0, i1
+modified_bessel_k0, modified_bessel_k1 = k0, k1
+scaled_modified_bessel_k0, scaled_modified_bessel_k1 = k0e, k1e
 
 
 # sin(x) / x = sum_k (-1)^k x^(2k) / (2k+1)!, x^0 .. x^16: below 1e-22 for |x| < 0.5

@@ -18,8 +18,8 @@ import numbers
 
 from .._dispatch import ShapeError, apply, name_errors
 from .._table import Rule, defop, documented, elementwise
-from .._tensor import Tensor
-from ..backend import NUMPY, backend_of, xp_kernel
+from .._tensor import DEFAULT_FLOAT, Tensor
+from ..backend import NUMPY, backend_of, dtype_kind, xp_kernel
 from .elementwise import _unary, add, clamp, log, log1p, mul, sub
 from .elementwise_more import (
     XLOGY,
@@ -706,3 +706,504 @@ def betainc(a, b, x):
     return apply(BETAINC, (a, b, x))
 
 del _name
+
+
+# --- torch.special's orthogonal polynomials, Airy Ai and modified Bessel K ---------------------
+#
+# Forward values are SciPy's (eval_chebyt, eval_chebyu, eval_hermite, eval_hermitenorm,
+# eval_laguerre, eval_legendre, eval_gegenbauer, eval_genlaguerre, airy, k0, k1, k0e, k1e),
+# computed in float64 and rounded to the result dtype, with PyTorch's definitions where they
+# differ from SciPy's: the degree n is truncated toward zero (int64_t(n)), a negative degree
+# (and a NaN or infinite one, which int64_t turns negative) gives 0, Hermite polynomials are
+# NaN above torch's degree limit (128 in float32, 512 in float64), and the Chebyshev
+# polynomials for |x| < 1 and n > 6 (T) or n > 8 (U, V, W) are torch's trigonometric forms.
+# The kernels are NumPy only (SciPy).
+
+_DLMF = "NIST DLMF"
+
+
+def _scipy_special():
+    from scipy import special
+
+    return special
+
+
+def _np_degree(n):
+    """PyTorch's ``int64_t(n)`` of a degree array or number: truncated toward zero; NaN and
+    values beyond int64 (where the C cast gives INT64_MIN on x86) are -1 (degree < 0: 0)."""
+    n = NUMPY.xp.asarray(n)
+    if n.dtype.kind in "biu":
+        return n.astype(NUMPY.xp.int64)
+    ok = NUMPY.xp.abs(n) < 2.0 ** 63
+    return NUMPY.xp.where(ok, NUMPY.xp.trunc(NUMPY.xp.where(ok, n, 0.0)), -1).astype(
+        NUMPY.xp.int64)
+
+
+def _float_dtype(x):
+    dt = NUMPY.xp.asarray(x).dtype
+    return dt if dt.kind == "f" else NUMPY.xp.dtype(DEFAULT_FLOAT[0])
+
+
+def _as_result(out, dtype):
+    out = NUMPY.xp.asarray(out)
+    if out.dtype == dtype:
+        return out
+    with NUMPY.xp.errstate(over="ignore"):  # beyond float32: +-inf
+        return out.astype(dtype)
+
+
+# Beyond this degree the Chebyshev polynomials at |x| > 1 use their hyperbolic forms (SciPy's
+# recurrences take n steps); there |T_n(x)| >= cosh(n acosh|x|) mostly overflows.
+_CHEB_DIRECT = 2 ** 16
+
+
+def _chebyshev_kernel(kind, shifted):
+    """T, U, V or W (``kind``) at x, or at 2x - 1 (``shifted``): SciPy's eval_chebyt /
+    eval_chebyu (V_n = U_n - U_{n-1}, W_n = U_n + U_{n-1}, Mason & Handscomb (2003), eq.
+    1.17), torch's trigonometric forms for |x| < 1 beyond n = 6 (T) or 8 (U, V, W)."""
+    xp = NUMPY.xp
+
+    def kernel(x, n):
+        dtype = _float_dtype(x)
+        x = xp.asarray(x, dtype=xp.float64)
+        if shifted:
+            x = x + x - 1.0
+        n = _np_degree(n)
+        x, n = xp.broadcast_arrays(x, n)
+        sc = _scipy_special()
+        ax = xp.abs(x)
+        trig = (n > (6 if kind == "t" else 8)) & (ax < 1)
+        hyper = (n > _CHEB_DIRECT) & (ax > 1)
+        edge = ax == 1  # torch's exact values at +-1 (SciPy would take n steps)
+        m = xp.where(trig | hyper | edge | (n < 0), 0, n)
+        with xp.errstate(all="ignore"):
+            if kind == "t":
+                out = sc.eval_chebyt(m, x)
+            else:
+                out = sc.eval_chebyu(m, x)
+                if kind != "u":
+                    prev = xp.where(m > 0, sc.eval_chebyu(xp.maximum(m - 1, 0), x), 0.0)
+                    out = out - prev if kind == "v" else out + prev
+            out = xp.array(out, dtype=xp.float64)
+            if trig.any():
+                out[trig] = _chebyshev_trig(kind, x[trig], n[trig].astype(xp.float64))
+            if hyper.any():
+                out[hyper] = _chebyshev_hyperbolic(kind, x[hyper], n[hyper])
+            if edge.any():
+                out[edge] = _chebyshev_edge(kind, x[edge], n[edge])
+        return _as_result(xp.where(n < 0, 0.0, out), dtype)
+
+    kernel.__name__ = ("shifted_" if shifted else "") + f"chebyshev_polynomial_{kind}"
+    return kernel
+
+
+def _chebyshev_trig(kind, x, k):
+    # torch's forms for |x| < 1 (Math.h), theta = acos(x): T_n = cos(n theta),
+    # U_n = sin((n+1) theta) / sin(theta), V_n = cos((n+1/2) theta) / cos(theta/2),
+    # W_n = sin((n+1/2) theta) / sin(theta/2) (Mason & Handscomb (2003), eqs. 1.4, 1.8-1.10)
+    xp = NUMPY.xp
+    th = xp.arccos(x)
+    if kind == "t":
+        return xp.cos(k * th)
+    if kind == "u":
+        s = xp.sin(th)
+        safe = xp.where(s != 0, s, 1.0)
+        return xp.where(s != 0, xp.sin((k + 1) * th) / safe,
+                        (k + 1) * xp.cos((k + 1) * th) / x)
+    odd = xp.where(k % 2 == 0, 1.0, -1.0)
+    if kind == "v":
+        edge = xp.sin(th / 2) == 1
+        return xp.where(edge, odd * (2 * k + 1),
+                        xp.cos((k + 0.5) * th) / xp.where(edge, 1.0, xp.cos(th / 2)))
+    edge = xp.cos(th / 2) == 1
+    return xp.where(edge, xp.where(x > 0, 2 * k + 1, odd),
+                    xp.sin((k + 0.5) * th) / xp.where(edge, 1.0, xp.sin(th / 2)))
+
+
+def _chebyshev_edge(kind, x, n):
+    # at x = +-1 (Mason & Handscomb (2003), section 1.2): T_n(1) = 1, U_n(1) = n + 1,
+    # V_n(1) = 1, W_n(1) = 2n + 1; at -1, T and U times (-1)^n, V_n(-1) = (-1)^n (2n + 1),
+    # W_n(-1) = (-1)^n
+    xp = NUMPY.xp
+    k = n.astype(xp.float64)
+    sign = xp.where((x < 0) & (n % 2 == 1), -1.0, 1.0)
+    if kind == "t":
+        return sign
+    if kind == "u":
+        return sign * (k + 1)
+    one, odd = (1.0, 2 * k + 1) if kind == "v" else (2 * k + 1, 1.0)
+    return xp.where(x > 0, one, sign * odd)
+
+
+def _chebyshev_hyperbolic(kind, x, n):
+    # |x| > 1, t = acosh|x|: T_n = cosh(n t), U_n = sinh((n+1) t) / sinh(t),
+    # V_n = cosh((n+1/2) t) / cosh(t/2), W_n = sinh((n+1/2) t) / sinh(t/2) for x > 1; for
+    # x < -1, T_n(x) = (-1)^n T_n(-x), U likewise, V_n(x) = (-1)^n W_n(-x) and back
+    xp = NUMPY.xp
+    t = xp.arccosh(xp.abs(x))
+    k = n.astype(xp.float64)
+    sign = xp.where((x < 0) & (n % 2 == 1), -1.0, 1.0)
+    if kind == "t":
+        return sign * xp.cosh(k * t)
+    if kind == "u":
+        return sign * xp.sinh((k + 1) * t) / xp.sinh(t)
+    v = xp.cosh((k + 0.5) * t) / xp.cosh(t / 2)
+    w = xp.sinh((k + 0.5) * t) / xp.sinh(t / 2)
+    first = v if kind == "v" else w
+    second = w if kind == "v" else v
+    return sign * xp.where(x > 0, first, second)
+
+
+_HERMITE_LIMIT = {"float32": 128, "float64": 512}
+
+
+def _hermite_kernel(scipy_name):
+    xp = NUMPY.xp
+
+    def kernel(x, n):
+        dtype = _float_dtype(x)
+        n = _np_degree(n)
+        limit = _HERMITE_LIMIT.get(str(dtype), 1024)  # torch's getHermitianLimit<T>()
+        m = xp.where((n < 0) | (n > limit), 0, n)
+        with xp.errstate(all="ignore"):
+            out = getattr(_scipy_special(), scipy_name)(m, xp.asarray(x, dtype=xp.float64))
+        out = xp.where(n < 0, 0.0, xp.where(n > limit, math.nan, out))
+        return _as_result(out, dtype)
+
+    kernel.__name__ = scipy_name
+    return kernel
+
+
+def _laguerre_kernel(x, n):
+    xp = NUMPY.xp
+    dtype = _float_dtype(x)
+    n = _np_degree(n)
+    x = xp.asarray(x, dtype=xp.float64)
+    with xp.errstate(all="ignore"):
+        out = _scipy_special().eval_laguerre(xp.where(n < 0, 0, n), x)
+    # torch: L_n(0) = 1 exactly, 0 for n < 0
+    return _as_result(xp.where(n < 0, 0.0, xp.where(x == 0, 1.0, out)), dtype)
+
+
+def _legendre_kernel(x, n):
+    xp = NUMPY.xp
+    dtype = _float_dtype(x)
+    n = _np_degree(n)
+    x = xp.asarray(x, dtype=xp.float64)
+    edge = xp.abs(x) == 1  # P_n(+-1) = (+-1)^n, in O(1) as torch (SciPy would take n steps)
+    with xp.errstate(all="ignore"):
+        out = _scipy_special().eval_legendre(xp.where((n < 0) | edge, 0, n), x)
+    ends = xp.where((x > 0) | (n % 2 == 0), 1.0, -1.0)
+    return _as_result(xp.where(n < 0, 0.0, xp.where(edge, ends, out)), dtype)
+
+
+def _alpha_kernel(scipy_name):
+    """Gegenbauer C_n^(alpha)(x) or generalized Laguerre L_n^(alpha)(x) (SciPy's), 0 for
+    n < 0; the building blocks of the polynomials' derivatives."""
+    xp = NUMPY.xp
+
+    def kernel(x, n, alpha):
+        dtype = _float_dtype(x)
+        n = _np_degree(n)
+        with xp.errstate(all="ignore"):
+            out = getattr(_scipy_special(), scipy_name)(
+                xp.where(n < 0, 0, n), float(alpha), xp.asarray(x, dtype=xp.float64))
+        return _as_result(xp.where(n < 0, 0.0, out), dtype)
+
+    kernel.__name__ = scipy_name
+    return kernel
+
+
+# Airy Ai: SciPy's airy is NaN for |x| > 2^20; there Ai (and Ai') underflow to 0 for x > 0
+# (as torch's), and for x < 0 the first two terms of the asymptotic expansion (DLMF 9.7.9,
+# 9.7.10; the next terms are below 1e-18 relative) stand in.
+_AIRY_FAR = 2.0 ** 20
+_AIRY_U1, _AIRY_V1 = 5 / 72, -7 / 72
+
+
+def _airy_pair(x):
+    xp = NUMPY.xp
+    x = xp.asarray(x, dtype=xp.float64)
+    with xp.errstate(all="ignore"):
+        ai, aip, _, _ = _scipy_special().airy(x)
+        ai, aip = xp.array(ai), xp.array(aip)
+        far = xp.isfinite(x) & (xp.abs(x) > _AIRY_FAR)
+        if far.any():
+            xf = x[far]
+            z = xp.abs(xf)
+            zeta = 2.0 / 3.0 * z * xp.sqrt(z)
+            ph = zeta - math.pi / 4
+            c, s = xp.cos(ph), xp.sin(ph)
+            q = z ** 0.25
+            neg_ai = (c + s * _AIRY_U1 / zeta) / (_SQRT_PI * q)
+            neg_aip = q / _SQRT_PI * (s - c * _AIRY_V1 / zeta)
+            ai[far] = xp.where(xf > 0, 0.0, neg_ai)
+            aip[far] = xp.where(xf > 0, -0.0, neg_aip)
+    return ai, aip
+
+
+def _airy_ai_kernel(x):
+    return _as_result(_airy_pair(x)[0], _float_dtype(x))
+
+
+def _airy_ai_prime_kernel(x):
+    return _as_result(_airy_pair(x)[1], _float_dtype(x))
+
+
+def _bessel_k_kernel(scipy_name):
+    def kernel(x):
+        with NUMPY.xp.errstate(all="ignore"):
+            out = getattr(_scipy_special(), scipy_name)(NUMPY.xp.asarray(x, NUMPY.xp.float64))
+        return _as_result(out, _float_dtype(x))
+
+    kernel.__name__ = scipy_name
+    return kernel
+
+
+_K0, _K1, _K0E, _K1E = (_bessel_k_kernel(n) for n in ("k0", "k1", "k0e", "k1e"))
+_AIRY_AI = _airy_ai_kernel
+_AIRY_AI.__name__ = "airy_ai"
+_AIRY_AI_PRIME = _airy_ai_prime_kernel
+_AIRY_AI_PRIME.__name__ = "airy_ai_prime"
+
+
+def _numpy_only(name, kernel, diff):
+    declare_rule_name(name, kernel, diff, None)
+
+
+_numpy_only("k0", _K0, lambda x: k0(x))
+_numpy_only("k1", _K1, lambda x: k1(x))
+_numpy_only("k0e", _K0E, lambda x: k0e(x))
+_numpy_only("k1e", _K1E, lambda x: k1e(x))
+_numpy_only("airy_ai", _AIRY_AI, lambda x: airy_ai(x))
+_numpy_only("airy_ai_prime", _AIRY_AI_PRIME, lambda x: _airy_ai_prime(x))
+
+_BESSEL_K = (f"{_DLMF} eqs. 10.29.2-10.29.3 (K_0' = -K_1, K_1' = -K_0 - K_1 / x); product "
+             "rule on the scaled k0e = exp(x) K_0, k1e = exp(x) K_1")
+K0 = elementwise("k0", _K0, lambda F, self: -F.k1(self), math="-k1(x)", source=_BESSEL_K)
+K1 = elementwise("k1", _K1, lambda F, self, out: -F.k0(self) - out / self,
+                 math="-k0(x) - k1(x) / x", source=_BESSEL_K)
+K0E = elementwise("k0e", _K0E, lambda F, self, out: out - F.k1e(self),
+                  math="k0e(x) - k1e(x)", source=_BESSEL_K)
+K1E = elementwise("k1e", _K1E, lambda F, self, out: out * (1 - 1 / self) - F.k0e(self),
+                  math="k1e(x) (1 - 1 / x) - k0e(x)", source=_BESSEL_K)
+AIRY_AI = elementwise("airy_ai", _AIRY_AI, lambda F, self: F.airy_ai_prime(self),
+                      math="airy_ai_prime(x) (Ai')",
+                      source=f"{_DLMF} eq. 9.2.1 (Ai'' = x Ai); Ai' is SciPy's airy")
+AIRY_AI_PRIME = elementwise("airy_ai_prime", _AIRY_AI_PRIME,
+                            lambda F, self: self * F.airy_ai(self), math="x airy_ai(x)",
+                            source=f"{_DLMF} eq. 9.2.1 (Airy's equation Ai''(x) = x Ai(x))")
+
+k0 = _unary(K0, "Elementwise modified Bessel function of the second kind, order 0 (x > 0).")
+k1 = _unary(K1, "Elementwise modified Bessel function of the second kind, order 1 (x > 0).")
+k0e = _unary(K0E, "Elementwise exponentially scaled k0: exp(x) k0(x) (x > 0).")
+k1e = _unary(K1E, "Elementwise exponentially scaled k1: exp(x) k1(x) (x > 0).")
+airy_ai = _unary(AIRY_AI, "Elementwise Airy function Ai(x) (SciPy's airy; 0 for x > 2^20, "
+                          "where it underflows, as torch's; NaN at +-inf, as torch's).")
+_airy_ai_prime = _unary(AIRY_AI_PRIME, "Elementwise derivative Ai'(x) of the Airy function.")
+
+
+# --- the polynomials: ops of (x, n), differentiable in x; n is an integer degree -------------
+
+
+def _poly_op(name, kernel, deriv, math_text, source, attrs=()):
+    """An op of ``self`` (x) and ``n`` (the degree, not differentiable: no gradient flows to
+    it, as PyTorch's output records no graph at all)."""
+    def rule(F, g, self, n, *a):
+        return g * deriv(F, self, n, *a)
+
+    params = ("self", "n") + tuple(attrs)
+    rules = {"self": Rule(rule, params), "n": lambda F, g: None}
+    jvps = {"self": Rule(rule, params), "n": lambda F, t: None}
+    return defop(name, kernel, ("self", "n"), rules, jvp=jvps, attrs=attrs, promote=False,
+                 math={"self": f"grad_x = grad * ({math_text})",
+                       "n": "not differentiable (an integer degree): no gradient",
+                       "out": f"dy = ({math_text}) dx"},
+                 source=source)
+
+
+_GEGENBAUER = f"{_DLMF} eq. 18.9.19 (d/dx C_n^(a) = 2a C_(n-1)^(a+1))"
+_CHEB = (f"{_DLMF} eqs. 18.9.21 (T_n' = n U_(n-1)) and 18.7.4 (U_n = C_n^(1), so U_n' = "
+         "2 C_(n-1)^(2), eq. 18.9.19); V_n = U_n - U_(n-1), W_n = U_n + U_(n-1) (Mason & "
+         "Handscomb (2003), eq. 1.17)")
+
+
+def _gegenbauer_deriv(F, self, n, alpha):
+    return (2 * alpha) * F.gegenbauer(self, n - 1, alpha + 1)
+
+
+def _genlaguerre_deriv(F, self, n, alpha):
+    return -F.genlaguerre(self, n - 1, alpha + 1)
+
+
+_GEGENBAUER_KERNEL = _alpha_kernel("eval_gegenbauer")
+_GENLAGUERRE_KERNEL = _alpha_kernel("eval_genlaguerre")
+GEGENBAUER = _poly_op("gegenbauer", _GEGENBAUER_KERNEL, _gegenbauer_deriv,
+                      "2 alpha gegenbauer(x, n - 1, alpha + 1)", _GEGENBAUER, attrs=("alpha",))
+GENLAGUERRE = _poly_op("genlaguerre", _GENLAGUERRE_KERNEL, _genlaguerre_deriv,
+                       "-genlaguerre(x, n - 1, alpha + 1)",
+                       f"{_DLMF} eq. 18.9.23 (d/dx L_n^(a) = -L_(n-1)^(a+1))", attrs=("alpha",))
+declare_rule_name("gegenbauer", _GEGENBAUER_KERNEL, lambda x, n, a: gegenbauer(x, n, a), None)
+declare_rule_name("genlaguerre", _GENLAGUERRE_KERNEL, lambda x, n, a: genlaguerre(x, n, a),
+                  None)
+
+
+def _u_prime(F, x, n):
+    return 2 * F.gegenbauer(x, n - 1, 2.0)
+
+
+def _cheb_deriv(kind, shifted):
+    def deriv(F, self, n):
+        x = 2 * self - 1 if shifted else self
+        if kind == "t":
+            d = n * F.gegenbauer(x, n - 1, 1.0)
+        elif kind == "u":
+            d = _u_prime(F, x, n)
+        elif kind == "v":
+            d = _u_prime(F, x, n) - _u_prime(F, x, n - 1)
+        else:
+            d = _u_prime(F, x, n) + _u_prime(F, x, n - 1)
+        return 2 * d if shifted else d
+    return deriv
+
+
+_CHEB_MATH = {"t": "n U_(n-1)(x) = n gegenbauer(x, n - 1, 1)",
+              "u": "2 gegenbauer(x, n - 1, 2)",
+              "v": "2 gegenbauer(x, n - 1, 2) - 2 gegenbauer(x, n - 2, 2)",
+              "w": "2 gegenbauer(x, n - 1, 2) + 2 gegenbauer(x, n - 2, 2)"}
+CHEBYSHEV = {}
+for _shifted in (False, True):
+    for _kind in "tuvw":
+        _n = ("shifted_" if _shifted else "") + f"chebyshev_polynomial_{_kind}"
+        _text = _CHEB_MATH[_kind]
+        if _shifted:
+            _text = "2 (" + _text.replace("(x", "(2x - 1").replace("x,", "2x - 1,") + ")"
+        CHEBYSHEV[_n] = _poly_op(_n, _chebyshev_kernel(_kind, _shifted),
+                                 _cheb_deriv(_kind, _shifted), _text,
+                                 _CHEB + ("; chain rule on x -> 2x - 1" if _shifted else ""))
+HERMITE_H = _poly_op("hermite_polynomial_h", _hermite_kernel("eval_hermite"),
+                     lambda F, self, n: (2 * n) * F.hermite_polynomial_h(self, n - 1),
+                     "2 n hermite_polynomial_h(x, n - 1)",
+                     f"{_DLMF} eq. 18.9.25 (H_n' = 2n H_(n-1))")
+HERMITE_HE = _poly_op("hermite_polynomial_he", _hermite_kernel("eval_hermitenorm"),
+                      lambda F, self, n: n * F.hermite_polynomial_he(self, n - 1),
+                      "n hermite_polynomial_he(x, n - 1)",
+                      f"{_DLMF} eq. 18.9.26 (He_n' = n He_(n-1))")
+LAGUERRE = _poly_op("laguerre_polynomial_l", _laguerre_kernel,
+                    lambda F, self, n: -F.genlaguerre(self, n - 1, 1.0),
+                    "-genlaguerre(x, n - 1, 1)  (-L_(n-1)^(1)(x))",
+                    f"{_DLMF} eq. 18.9.23 (d/dx L_n^(a) = -L_(n-1)^(a+1))")
+LEGENDRE = _poly_op("legendre_polynomial_p", _legendre_kernel,
+                    lambda F, self, n: F.gegenbauer(self, n - 1, 1.5),
+                    "gegenbauer(x, n - 1, 3/2)  (C_(n-1)^(3/2)(x))",
+                    f"{_DLMF} eqs. 18.7.9 (P_n = C_n^(1/2)) and 18.9.19")
+
+
+def _poly_args(name, input, n):
+    """``(x, n)`` for a polynomial op: x a tensor of PyTorch's result dtype of (input, n)
+    (an integer or bool result is the default float dtype), n the int64 degree (truncated
+    toward zero; NaN and beyond int64: -1), detached: n is not differentiable."""
+    from .._creation import as_tensor
+    from .._dispatch import _result_dtype
+    from .elementwise import where
+
+    for v in (input, n):
+        if isinstance(v, complex) or (isinstance(v, Tensor) and dtype_kind(v.dtype) == "c"):
+            raise TypeError(f"{name}: complex inputs are not supported (as in PyTorch)")
+    arrays = [v._data for v in (input, n) if isinstance(v, Tensor)]
+    want = _result_dtype(arrays) if arrays else None
+    if want is None or dtype_kind(want) in "biu":
+        want = NUMPY.xp.dtype(DEFAULT_FLOAT[0])
+    x = input if isinstance(input, Tensor) else as_tensor(input, dtype=want)
+    if x.dtype != want:
+        x = x.to(want)
+    if isinstance(n, Tensor):
+        n = n.detach()
+        if dtype_kind(n.dtype) == "f":
+            n = where(n.abs() < 2.0 ** 63, n, -1.0)  # NaN and beyond int64: -1
+        if n.dtype != NUMPY.xp.int64:
+            n = n.to(NUMPY.xp.int64)
+    elif isinstance(n, numbers.Real):
+        n = int(_np_degree(n))
+    else:
+        raise TypeError(f"{name}: n must be a Tensor or a number, got {type(n).__name__}")
+    return x, n
+
+
+_POLY_NOTE = """
+
+    ``n`` (a number, or an integer or float tensor broadcast with ``input``) is truncated
+    toward zero, as PyTorch's ``int64_t(n)``; n < 0 (and a NaN or infinite n) gives 0.
+    Differentiable in ``input`` to every order (PyTorch's records no gradient at all);
+    ``n`` gets none. Values are SciPy's, computed in float64 and rounded to the result
+    dtype (PyTorch's recurrences run in float32 for float32 inputs), with PyTorch's
+    definitions where they differ from SciPy's (the truncated and negative n above{extra}).
+    Where a value overflows it is +-inf or NaN as SciPy's recurrence gives it (PyTorch's
+    gives NaN from inf - inf); at a NaN x the value is NaN (PyTorch's U, W and their
+    shifted forms give 0 or an uninitialized value there)."""
+
+
+def _poly_function(op, summary, extra=""):
+    def fn(input, n):
+        x, n = _poly_args(op.name, input, n)
+        return apply(op, (x, n))
+
+    fn.__name__ = fn.__qualname__ = op.name
+    fn.__doc__ = summary + _POLY_NOTE.format(extra=extra)
+    return name_errors(documented(op)(fn))
+
+
+_TRIG = {"t": "; for |x| < 1 and n > 6 PyTorch's cos(n acos x)",
+         "u": "; for |x| < 1 and n > 8 PyTorch's sin((n+1) theta) / sin(theta), "
+              "theta = acos x",
+         "v": "; for |x| < 1 and n > 8 PyTorch's cos((n+1/2) theta) / cos(theta/2), "
+              "theta = acos x",
+         "w": "; for |x| < 1 and n > 8 PyTorch's sin((n+1/2) theta) / sin(theta/2), "
+              "theta = acos x"}
+_KIND = {"t": "first", "u": "second", "v": "third", "w": "fourth"}
+
+chebyshev_polynomial_t, chebyshev_polynomial_u, chebyshev_polynomial_v, \
+    chebyshev_polynomial_w, shifted_chebyshev_polynomial_t, shifted_chebyshev_polynomial_u, \
+    shifted_chebyshev_polynomial_v, shifted_chebyshev_polynomial_w = (
+        _poly_function(
+            CHEBYSHEV[("shifted_" if sh else "") + f"chebyshev_polynomial_{k}"],
+            f"The {'shifted ' if sh else ''}Chebyshev polynomial of the {_KIND[k]} kind "
+            f"{k.upper()}{'*' if sh else ''}_n(input)"
+            f"{' = ' + k.upper() + '_n(2 input - 1)' if sh else ''} (torch.special's).",
+            _TRIG[k] + (" (of 2x - 1)" if sh else ""))
+        for sh in (False, True) for k in "tuvw")
+hermite_polynomial_h = _poly_function(
+    HERMITE_H, "The physicists' Hermite polynomial H_n(input) (torch.special's).",
+    "; NaN for n above PyTorch's limit, 128 in float32 and 512 in float64")
+hermite_polynomial_he = _poly_function(
+    HERMITE_HE, "The probabilists' Hermite polynomial He_n(input) (torch.special's).",
+    "; NaN for n above PyTorch's limit, 128 in float32 and 512 in float64")
+laguerre_polynomial_l = _poly_function(
+    LAGUERRE, "The Laguerre polynomial L_n(input) (torch.special's).")
+legendre_polynomial_p = _poly_function(
+    LEGENDRE, "The Legendre polynomial P_n(input) (torch.special's).")
+declare_rule_name("hermite_polynomial_h", HERMITE_H.forward,
+                  lambda x, n: hermite_polynomial_h(x, n), None)
+declare_rule_name("hermite_polynomial_he", HERMITE_HE.forward,
+                  lambda x, n: hermite_polynomial_he(x, n), None)
+
+
+@name_errors
+@documented(GEGENBAUER)
+def gegenbauer(input, n, alpha):
+    """The Gegenbauer polynomial C_n^(alpha)(input) (SciPy's eval_gegenbauer; 0 for n < 0),
+    differentiable in ``input``; used by the Chebyshev and Legendre derivatives."""
+    x, n = _poly_args("gegenbauer", input, n)
+    return apply(GEGENBAUER, (x, n), (float(alpha),))
+
+
+@name_errors
+@documented(GENLAGUERRE)
+def genlaguerre(input, n, alpha):
+    """The generalized Laguerre polynomial L_n^(alpha)(input) (SciPy's eval_genlaguerre; 0
+    for n < 0), differentiable in ``input``; used by the Laguerre derivative."""
+    x, n = _poly_args("genlaguerre", input, n)
+    return apply(GENLAGUERRE, (x, n), (float(alpha),))
+
+
+del _shifted, _kind, _n, _text
