@@ -32,9 +32,12 @@ FREED = (
 
 
 class _EngineHooks:
-    """Filled by the engine (a higher layer): ``sum_to`` undoes broadcasting."""
+    """Filled by higher layers: ``sum_to`` undoes broadcasting (the engine);
+    ``pack_tensor`` packs a saved value through saved-tensor hooks
+    (``chainrule.autograd.graph``)."""
 
     sum_to = None
+    pack_tensor = None
 
 
 ENGINE = _EngineHooks()
@@ -222,6 +225,7 @@ class OpNode(Node):
     def __dir__(self):
         # the saved values are attributes too (grad_fn._saved_self), as in PyTorch
         names = ["_saved_" + ("result" if n == "out" else n) for n in self.plan.names]
+        names += ["_raw" + n for n in names]
         return sorted(set(super().__dir__()) | set(names))
 
     def _check_versions(self):
@@ -244,6 +248,15 @@ class OpNode(Node):
             self.saved = None
 
     def __getattr__(self, attr):
+        # grad_fn._raw_saved_<name>: the saved value as a SavedTensor, to register hooks on
+        if attr.startswith("_raw_saved_"):
+            key = attr[len("_raw_saved_"):]
+            key = "out" if key == "result" else key
+            if key in self.plan.names:
+                return SavedTensor(self, self.plan.names.index(key))
+            raise AttributeError(
+                f"{self.name()} has no saved value {key!r}; it saved {list(self.plan.names)}"
+            )
         # grad_fn._saved_<name>: the saved value, as PyTorch exposes it.
         if attr.startswith("_saved_"):
             key = attr[len("_saved_"):]
@@ -270,6 +283,56 @@ class OpNode(Node):
                 f"{self.name()} has no saved value {key!r}; it saved {list(self.plan.names)}"
             )
         raise AttributeError(f"{self.name()!r} object has no attribute {attr!r}")
+
+
+REGISTER_FREED = (
+    "Calling register_hooks on a saved tensor after it has been freed. Saved intermediate "
+    "values of the graph are freed when you call .backward() or autograd.grad(). Specify "
+    "retain_graph=True if you need to backward through the graph a second time or if you "
+    "need to access saved variables after calling backward."
+)
+
+
+class SavedTensor:
+    """``grad_fn._raw_saved_<name>`` (PyTorch's ``torch._C._autograd.SavedTensor``): saved
+    value ``k`` of ``node``. ``register_hooks(pack_hook, unpack_hook)`` packs it at once (a
+    tensor of the saved data, without history) and has backward (and ``_saved_<name>``) use
+    what ``unpack_hook`` gives back, as ``saved_tensors_hooks`` does for every saved value;
+    its version is no longer checked. Raises RuntimeError when hooks are set already, when
+    the graph was freed, or (from the pack hook) on an in-place change of the tensor;
+    TypeError when a hook is not callable; NotImplementedError for a saved list or tuple."""
+
+    __slots__ = ("node", "k")
+
+    def __init__(self, node, k):
+        self.node, self.k = node, k
+
+    def register_hooks(self, pack_hook, unpack_hook):
+        if not (callable(pack_hook) and callable(unpack_hook)):
+            raise TypeError("register_hooks(): incompatible function arguments: "
+                            "pack_hook and unpack_hook must be callable")
+        node, k = self.node, self.k
+        if node.saved is None:
+            raise RuntimeError(REGISTER_FREED)
+        value = node.saved[k]
+        if value.__class__ is PackedValue:
+            raise RuntimeError("Calling register_hooks on a saved tensor whose hooks have "
+                               "already been set. Hint: only one pair of hooks is allowed "
+                               "at a time.")
+        if not isinstance(value, np.ndarray):
+            raise NotImplementedError(
+                f"register_hooks on {node.name()}'s saved {node.plan.names[k]!r}: only a "
+                "single saved tensor takes hooks here")
+        checks = node.checks or ()
+        vc = next((c[1] for c in checks if c[0] == k), None)
+        packed = ENGINE.pack_tensor(_fill(object.__new__(Tensor), value, vc=vc), value,
+                                    (pack_hook, unpack_hook))
+        saved = list(node.saved)
+        saved[k] = packed
+        node.saved = tuple(saved)
+        node.checks = tuple(c for c in checks if c[0] != k) or None
+        if node.__class__ in PACKED:
+            node.__class__ = PACKED[node.__class__]
 
 
 def _linked(result, g, saved):

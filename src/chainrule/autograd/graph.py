@@ -22,7 +22,7 @@ import threading
 import weakref
 from typing import Any, NamedTuple
 
-from .. import _dispatch
+from .. import _dispatch, _node
 from .._engine import current_pass
 from .._node import PACKED, Node, PackedValue
 from .._state import STATE, no_grad
@@ -148,6 +148,9 @@ def pack_tensor(tensor, data, hooks):
     if vc[0] != version:
         raise RuntimeError(PACK_INPLACE)
     return PackedValue(obj, unpack, getattr(data, "shape", ()))
+
+
+_node.ENGINE.pack_tensor = pack_tensor  # SavedTensor.register_hooks packs through it
 
 
 def _saved_input(x, data, hooks):

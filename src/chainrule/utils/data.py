@@ -543,7 +543,10 @@ class RandomSampler(Sampler):
             if n <= 0:
                 raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got "
                                    f"from=0 >= to={n}")
-            yield from rng.integers(0, n, size=k).tolist()
+            # drawn lazily in chunks of 32, as PyTorch's: num_samples=int(1e10) (an
+            # "infinite" loader) must not draw them all up front
+            for start in range(0, k, 32):
+                yield from rng.integers(0, n, size=min(32, k - start)).tolist()
             return
         for _ in range(k // n):
             yield from rng.permutation(n).tolist()
