@@ -21,7 +21,7 @@ from ._methods import top_level_inplace as _top_level_inplace
 from ._state import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from ._table import TABLE
 from ._tensor import Tensor
-from .backend import UnsupportedDtype as _UnsupportedDtype
+from .backend import BFLOAT16 as _BFLOAT16
 from .backend import device  # noqa: F401
 from .ops import *  # noqa: F401,F403
 from .ops import index_put, take_along_dim  # noqa: F401
@@ -57,7 +57,16 @@ from . import (  # noqa: E402
     utils,
     viz,
 )
+from ._compat import inference_mode as _inference_mode  # noqa: E402
+from ._compat import is_nonzero as _is_nonzero  # noqa: E402
+from ._compat_names import REMOVED as _REMOVED  # noqa: E402
+from ._methods import install_more as _install_more  # noqa: E402
 from ._top_nn import *  # noqa: E402,F401,F403
+
+# wiring across layers, done here at the top: Tensor methods that need the layers above
+# chainrule._methods, and autograd's spellings of chainrule._compat's names
+_install_more(Tensor, _is_nonzero, _REMOVED, strided, nn.functional)  # noqa: F405
+autograd.inference_mode = autograd.grad_mode.inference_mode = _inference_mode
 from .autograd import functional as _functional  # noqa: E402,F401
 from .autograd.anomaly import (  # noqa: E402,F401  (torch's top-level names)
     is_anomaly_check_nan_enabled,
@@ -127,7 +136,7 @@ complex64 = _np.dtype("complex64")
 complex128 = _np.dtype("complex128")
 bool_ = _np.dtype("bool")
 # a name for code that lists it (nanoGPT's dtype table); tensors of it raise TypeError
-bfloat16 = _UnsupportedDtype("bfloat16")
+bfloat16 = _BFLOAT16
 # PyTorch's spellings of the same dtypes (they shadow builtins only inside this module)
 float = float32  # noqa: A001
 double = float64

@@ -12,7 +12,7 @@ from ._node import _Handle
 from ._state import STATE
 from ._tensor import Tensor, wrap
 from .backend import (
-    UnsupportedDtype,
+    BFLOAT16,
     backend_of,
     beside,
     dtype_kind,
@@ -754,7 +754,7 @@ def install():
     T.int = _fast_cast(np.int32)
     T.bool = _fast_cast(np.bool_)
     T.half = lambda self: _to(self, np.float16)
-    T.bfloat16 = lambda self: _to(self, UnsupportedDtype("bfloat16"))  # raises, naming it
+    T.bfloat16 = lambda self: _to(self, BFLOAT16)  # raises, naming it
     T.byte = lambda self: _to(self, np.uint8)
     T.char = lambda self: _to(self, np.int8)
     T.short = lambda self: _to(self, np.int16)
@@ -867,14 +867,13 @@ def install():
     T.zero_ = _zero
     T.fill_ = _fill
     T.copy_ = _copy
-    _torch_names_methods(T)
 
 
-def _torch_names_methods(T):
-    """More of PyTorch's Tensor methods and attributes (aliases, queries, legacy methods)."""
-    from ._compat import is_nonzero
-    from ._compat_names import REMOVED, strided
-
+def install_more(T, is_nonzero, removed, strided, functional):
+    """More of PyTorch's Tensor methods and attributes (aliases, queries, legacy methods),
+    installed by ``chainrule/__init__.py`` with what they need from the layers above this
+    one: ``is_nonzero`` (chainrule._compat), the texts of removed functions and the
+    ``strided`` layout (chainrule._compat_names), and ``chainrule.nn.functional``."""
     for name in ("greater", "greater_equal", "less", "less_equal", "not_equal", "gcd", "lcm",
                  "igamma", "igammac"):
         setattr(T, name, getattr(ops, name))
@@ -903,21 +902,15 @@ def _torch_names_methods(T):
     T.resize_as_ = lambda self, the_template, *, memory_format=None: _resize(
         self, *the_template.shape)
     T.new = _legacy_new_method
-    T.prelu = lambda self, weight: _nn_functional().prelu(self, weight)
-    T.hardshrink = lambda self, lambd=0.5: _nn_functional().hardshrink(self, lambd)
+    T.prelu = lambda self, weight: functional.prelu(self, weight)
+    T.hardshrink = lambda self, lambd=0.5: functional.hardshrink(self, lambd)
     T.apply_ = _apply
     T.map_ = _map
     T.as_subclass = _as_subclass
     T.nonzero_static = nonzero_static
     for name in ("lstsq", "solve", "symeig", "eig"):
-        setattr(T, name, lambda self, *args, _n=name, **kwargs: _removed(_n, REMOVED))
+        setattr(T, name, lambda self, *args, _n=name, **kwargs: _removed(_n, removed))
 
 
 def _removed(name, texts):
     raise RuntimeError(f"{name}: {texts[name]}")
-
-
-def _nn_functional():
-    from .nn import functional
-
-    return functional

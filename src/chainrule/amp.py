@@ -16,6 +16,7 @@ import math
 import numpy as np
 
 from ._state import no_grad
+from .backend import BFLOAT16
 
 __all__ = ["autocast", "GradScaler"]
 
@@ -26,12 +27,10 @@ _AUTOCAST = {}
 
 def autocast_state(device_type):
     """The autocast switch and dtype of ``device_type`` (a dict; PyTorch's defaults)."""
-    from . import bfloat16, float16
-
     state = _AUTOCAST.get(device_type)
     if state is None:
         state = _AUTOCAST[device_type] = {
-            "enabled": False, "dtype": bfloat16 if device_type == "cpu" else float16}
+            "enabled": False, "dtype": BFLOAT16 if device_type == "cpu" else np.dtype("float16")}
     return state
 
 

@@ -53,6 +53,9 @@ class UnsupportedDtype:
                          f"instead")
 
 
+BFLOAT16 = UnsupportedDtype("bfloat16")  # chainrule.bfloat16
+
+
 def numpy_dtype(dtype):
     """``dtype`` of any backend (NumPy's, a name, or another library's such as
     ``array_api_strict.float64``) as NumPy's dtype.

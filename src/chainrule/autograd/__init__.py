@@ -11,8 +11,8 @@ from __future__ import annotations
 import sys as _sys
 import types as _types
 
-# torch.autograd's spellings: inference_mode, and the modules grad_mode and anomaly_mode
-from .._compat import inference_mode  # noqa: E402
+# torch.autograd's spellings: the modules grad_mode and anomaly_mode (and inference_mode,
+# set by chainrule/__init__.py from chainrule._compat, a layer above this one)
 from .._state import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from . import anomaly as anomaly_mode  # noqa: E402,F401
 from . import batched, forward_ad, graph, profiler  # noqa: F401  (batched registers grad(is_grads_batched))
@@ -28,7 +28,7 @@ from .variable import Variable
 grad_mode = _types.ModuleType(f"{__name__}.grad_mode", "``torch.autograd.grad_mode``: the "
                               "grad-mode context managers.")
 grad_mode.__dict__.update(no_grad=no_grad, enable_grad=enable_grad,
-                          set_grad_enabled=set_grad_enabled, inference_mode=inference_mode)
+                          set_grad_enabled=set_grad_enabled)
 _sys.modules.setdefault(grad_mode.__name__, grad_mode)
 _sys.modules.setdefault(f"{__name__}.anomaly_mode", anomaly_mode)
 

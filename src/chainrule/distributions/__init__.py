@@ -25,6 +25,7 @@ from . import (
     kl_cross,  # noqa: F401  (registers KL pairs across families)
     kl_more,  # noqa: F401  (registers more KL pairs)
     transforms,
+    transforms_more,
     utils,
 )
 from .compound import MixtureSameFamily, TransformedDistribution
@@ -49,24 +50,26 @@ from .relaxed import LogisticNormal, RelaxedBernoulli, RelaxedOneHotCategorical
 from .transforms import (
     AbsTransform,
     AffineTransform,
-    CatTransform,
     ComposeTransform,
-    CorrCholeskyTransform,
-    CumulativeDistributionTransform,
     ExpTransform,
     IndependentTransform,
-    LowerCholeskyTransform,
-    PositiveDefiniteTransform,
     PowerTransform,
-    ReshapeTransform,
     SigmoidTransform,
-    SoftmaxTransform,
     SoftplusTransform,
-    StackTransform,
-    StickBreakingTransform,
     TanhTransform,
     Transform,
     identity_transform,
+)
+from .transforms_more import (
+    CatTransform,
+    CorrCholeskyTransform,
+    CumulativeDistributionTransform,
+    LowerCholeskyTransform,
+    PositiveDefiniteTransform,
+    ReshapeTransform,
+    SoftmaxTransform,
+    StackTransform,
+    StickBreakingTransform,
 )
 from .univariate import (
     Chi2,
@@ -125,3 +128,10 @@ for _alias, _target in _ALIASES.items():
     globals()[_alias] = _module
     _sys.modules.setdefault(f"{__name__}.{_alias}", _module)
 del _alias, _target, _module
+
+# torch.distributions.transforms has the structured transforms too: they live in
+# transforms_more (built on transforms.Transform), and are put in its namespace here
+for _name in transforms_more.__all__:
+    setattr(transforms, _name, getattr(transforms_more, _name))
+transforms.__all__ = [*transforms.__all__, *transforms_more.__all__]
+del _name

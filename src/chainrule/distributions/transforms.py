@@ -27,10 +27,9 @@ from .distribution import softplus, sum_rightmost
 
 __all__ = ["Transform", "ExpTransform", "AffineTransform", "SigmoidTransform",
            "TanhTransform", "SoftplusTransform", "PowerTransform", "AbsTransform",
-           "ComposeTransform", "IndependentTransform", "identity_transform",
-           "CatTransform", "StackTransform", "ReshapeTransform", "SoftmaxTransform",
-           "StickBreakingTransform", "LowerCholeskyTransform", "PositiveDefiniteTransform",
-           "CorrCholeskyTransform", "CumulativeDistributionTransform"]
+           "ComposeTransform", "IndependentTransform", "identity_transform"]
+# (and the structured transforms of transforms_more, which build on Transform here: the
+# package puts them in this module's namespace, as torch.distributions.transforms has them)
 
 
 def _broadcast_shape(shape, param):
@@ -565,18 +564,3 @@ class AffineTransform(Transform):
 
     def __repr__(self):
         return f"AffineTransform(loc={self.loc}, scale={self.scale})"
-
-
-# the structured transforms live in transforms_more (they build on Transform above); they
-# are part of this module's namespace, as in torch.distributions.transforms
-from .transforms_more import (  # noqa: E402
-    CatTransform,
-    CorrCholeskyTransform,
-    CumulativeDistributionTransform,
-    LowerCholeskyTransform,
-    PositiveDefiniteTransform,
-    ReshapeTransform,
-    SoftmaxTransform,
-    StackTransform,
-    StickBreakingTransform,
-)

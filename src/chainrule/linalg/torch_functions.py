@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import collections
 import math
+import warnings
 
 import numpy as np
 
@@ -24,6 +25,7 @@ from .inverse import inv as inverse
 from .inverse import slogdet as _slogdet
 from .matrix_functions import cross as _linalg_cross
 from .matrix_functions import matrix_exp, multi_dot
+from .norms import matrix_norm
 
 __all__ = [
     "inverse", "det", "logdet", "slogdet", "cholesky", "cholesky_solve", "cholesky_inverse",
@@ -31,7 +33,7 @@ __all__ = [
     "cross", "cdist", "addmm", "addmv", "addr", "addbmm", "baddbmm", "chain_matmul",
     "diag_embed", "diagflat", "block_diag", "cartesian_prod", "vdot", "matrix_power",
     "matrix_exp", "qr", "svd", "orgqr", "adjoint", "ger", "rsub", "renorm", "row_stack",
-    "ormqr", "svd_lowrank", "pca_lowrank", "vander",
+    "ormqr", "svd_lowrank", "pca_lowrank", "vander", "nuclear_norm",
 ]
 
 QRResult = collections.namedtuple("qr", ["Q", "R"])
@@ -467,6 +469,22 @@ def pca_lowrank(A, q=None, center=True, niter=2):
     if center:
         X = X - X.mean(-2, keepdim=True)
     return svd_lowrank(X, q=min(6, X.shape[-2], X.shape[-1]) if q is None else q)
+
+
+NUCLEAR_DEPRECATED = (
+    "at::nuclear_norm is deprecated and it is just left for JIT compatibility. It will be "
+    "removed in a future PyTorch release. Please use `linalg.matrix_norm(A, 'nuc', dim, "
+    "keepdim)` instead")
+
+
+def nuclear_norm(input, dim=None, keepdim=False):
+    """The sum of the singular values of the matrices of dims ``dim`` (the last two when
+    not given; ``nuclear_norm(input, keepdim)`` as PyTorch's overload), with PyTorch's
+    deprecation warning."""
+    warnings.warn(NUCLEAR_DEPRECATED, UserWarning, stacklevel=3)
+    if isinstance(dim, bool):  # nuclear_norm(input, keepdim)
+        dim, keepdim = None, dim
+    return matrix_norm(input, "nuc", (-2, -1) if dim is None else tuple(dim), keepdim)
 
 
 def _name_errors():

@@ -21,9 +21,10 @@ from ..backend import beside, dtype_kind, numpy_dtype
 from .reduction import vector_norm
 from .torch_more import _TORCH_DTYPE
 
+# and range, which chainrule/__init__.py imports by name; nuclear_norm (a matrix norm) is in
+# chainrule.linalg.torch_functions
 __all__ = ["gcd", "lcm", "unravel_index", "binomial", "hann_window", "hamming_window",
-           "blackman_window", "bartlett_window", "kaiser_window", "frobenius_norm",
-           "nuclear_norm"]  # and range, which chainrule/__init__.py imports by name
+           "blackman_window", "bartlett_window", "kaiser_window", "frobenius_norm"]
 
 # PyTorch's short names of dtypes, as its "not implemented for 'Float'" errors spell them
 _SCALAR_NAME = {**_TORCH_DTYPE, "float32": "Float", "float64": "Double", "float16": "Half",
@@ -218,12 +219,6 @@ FROBENIUS_DEPRECATED = (
     "at::frobenius_norm is deprecated and it is just left for JIT compatibility. It will be "
     "removed in a future PyTorch release. Please use `linalg.vector_norm(A, 2., dim, "
     "keepdim)` instead")
-NUCLEAR_DEPRECATED = (
-    "at::nuclear_norm is deprecated and it is just left for JIT compatibility. It will be "
-    "removed in a future PyTorch release. Please use `linalg.matrix_norm(A, 'nuc', dim, "
-    "keepdim)` instead")
-
-
 @name_errors
 def frobenius_norm(input, dim, keepdim=False):
     """``vector_norm(input, 2, dim, keepdim)`` (all dims for ``dim=()``), with PyTorch's
@@ -231,16 +226,3 @@ def frobenius_norm(input, dim, keepdim=False):
     warnings.warn(FROBENIUS_DEPRECATED, UserWarning, stacklevel=3)
     dim = (dim,) if isinstance(dim, int) else tuple(dim)
     return vector_norm(input, 2, dim if dim else None, keepdim)
-
-
-@name_errors
-def nuclear_norm(input, dim=None, keepdim=False):
-    """The sum of the singular values of the matrices of dims ``dim`` (the last two when
-    not given; ``nuclear_norm(input, keepdim)`` as PyTorch's overload), with PyTorch's
-    deprecation warning."""
-    from ..linalg import matrix_norm
-
-    warnings.warn(NUCLEAR_DEPRECATED, UserWarning, stacklevel=3)
-    if isinstance(dim, bool):  # nuclear_norm(input, keepdim)
-        dim, keepdim = None, dim
-    return matrix_norm(input, "nuc", (-2, -1) if dim is None else tuple(dim), keepdim)

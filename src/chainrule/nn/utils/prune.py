@@ -409,17 +409,15 @@ def global_unstructured(parameters, pruning_method, importance_scores=None, **kw
 
     Raises TypeError when ``parameters`` is not iterable, ``importance_scores`` not a dict,
     or the method not unstructured."""
-    from . import parameters_to_vector
-
     if not isinstance(parameters, Iterable):
         raise TypeError("global_unstructured(): parameters is not an Iterable")
     importance_scores = importance_scores if importance_scores is not None else {}
     if not isinstance(importance_scores, dict):
         raise TypeError("global_unstructured(): importance_scores must be of type dict")
-    relevant_importance_scores = parameters_to_vector(
+    relevant_importance_scores = _flat(
         [importance_scores.get((module, name), getattr(module, name))
          for (module, name) in parameters])
-    default_mask = parameters_to_vector(
+    default_mask = _flat(
         [getattr(module, name + "_mask", _creation.ones_like(getattr(module, name)))
          for (module, name) in parameters])
     container = PruningContainer()
@@ -439,6 +437,11 @@ def global_unstructured(parameters, pruning_method, importance_scores=None, **kw
         param_mask = final_mask[pointer:pointer + num_param].view_as(param)
         custom_from_mask(module, name, mask=param_mask)
         pointer += num_param
+
+
+def _flat(tensors):
+    """The tensors flattened and concatenated (``nn.utils.parameters_to_vector``)."""
+    return _ops.cat([t.reshape(-1) for t in tensors])
 
 
 def custom_from_mask(module, name, mask):
