@@ -47,7 +47,7 @@ from ._batched import (
     namespace,
 )
 from ._ns import RAW
-from .backend import NUMPY, Backend, register_backend
+from .backend import NUMPY, Backend, numpy_sum, register_backend
 
 
 class VBatched(Batched):
@@ -256,7 +256,7 @@ def _namespace():
     ns["expit"] = _elementwise(special.expit)
     ns["erf"] = _elementwise(special.erf)
     for name in ("sum", "mean", "prod", "max", "min", "var", "std", "any", "all"):
-        ns[name] = _reduction(getattr(np, name))
+        ns[name] = _reduction(numpy_sum if name == "sum" else getattr(np, name))
     ns.update(
         reshape=lambda x, shape, **kwargs: _v(_b._reshape(x, shape)),
         broadcast_to=lambda x, shape: _v(_expand(x, shape)),

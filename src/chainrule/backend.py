@@ -530,6 +530,22 @@ def _scipy_special(special):
             if hasattr(special, name)}
 
 
+_ROW_SUM_MAX = 128  # rows up to this length: NumPy's own sum adds them in one block too
+
+
+def numpy_sum(x, axis=None, keepdims=False, dtype=None, **kwargs):
+    """``np.sum``; a sum over the last axis of a C-contiguous float array whose rows are
+    short (at most 128 entries, where NumPy's pairwise summation is one unrolled block as
+    well) is einsum's ``'...i->...'``, about twice as fast (NumPy's reduction pays per
+    row), with the same accuracy."""
+    if (dtype is None and not kwargs and x.__class__ is np.ndarray and x.ndim > 1
+            and (axis == -1 or axis == x.ndim - 1 or axis == (-1,) or axis == (x.ndim - 1,))
+            and x.shape[-1] <= _ROW_SUM_MAX and x.dtype.kind == "f" and x.flags.c_contiguous):
+        out = np.einsum("...i->...", x)
+        return out[..., None] if keepdims else out
+    return np.sum(x, axis=axis, keepdims=keepdims, dtype=dtype, **kwargs)
+
+
 def _numpy_backend():
     import scipy.linalg
     from scipy import special
@@ -554,7 +570,7 @@ def _numpy_backend():
                  "solve_triangular": solve_triangular, "cross": np.cross,
                  "lu": scipy.linalg.lu,
                  "expm": scipy.linalg.expm, "solve_sylvester": scipy.linalg.solve_sylvester,
-                 "index_put": _numpy_index_put,
+                 "index_put": _numpy_index_put, "sum": numpy_sum,
                  "einsum": lambda eq, *ops: np.einsum(eq, *ops, optimize=len(ops) > 2)}
     return Backend("numpy", np, providers=providers, to_numpy=np.asarray,
                    from_numpy=lambda a, like: np.asarray(a))
