@@ -223,4 +223,4 @@ def test_short_row_sums_agree_with_numpy_and_math_fsum():
                 tol = 1e-14 if dt == np.float64 else 1e-5
                 np.testing.assert_allclose(got.reshape(-1), exact, rtol=tol, atol=tol)
             assert numpy_sum(a, axis=-1, keepdims=True).shape == shape[:-1] + (1,)
-            np.testing.assert_allclose(cr.tensor(a).sum(-1).numpy(), a.sum(-1), rtol=1e-6)
+            np.testing.assert_allclose(cr.tensor(a).sum(-1).numpy(), a.sum(-1), rtol=tol, atol=tol)
