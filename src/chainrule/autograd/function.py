@@ -37,6 +37,19 @@ def _only_tensors(method, tensors):
                             f"{type(t).__name__}; store other values as ctx attributes")
 
 
+def _nothing_differentiable(cotangents, ctx):
+    """Whether a backward had no value that could carry history: no cotangent or saved
+    tensor requiring grad, and no tensor or array kept as a ctx attribute (a backward
+    linear in constant cotangents, as embedding's row scaling: its gradient truly is
+    constant, as PyTorch's, and can be differentiated again)."""
+    if any(g is not None and g._requires_grad for g in cotangents):
+        return False
+    if any(t is not None and t._requires_grad for t in ctx._saved):
+        return False
+    return not any(isinstance(v, (Tensor, np.ndarray, list, tuple, dict))
+                   for k, v in vars(ctx).items() if k not in _CTX_OWN)
+
+
 class FunctionCtx:
     """The ``ctx`` object passed to ``forward`` and ``backward``.
 
@@ -159,6 +172,8 @@ class FunctionCtx:
         self._dirty = tensors
 
 
+_CTX_OWN = frozenset(vars(FunctionCtx(())))  # ctx's own attributes (not the user's)
+
 # what grad_fn reads from ctx beside the attributes forward set on it; never the names the
 # library probes nodes for
 _CTX_API = frozenset(("saved_tensors", "saved_variables", "needs_input_grad",
@@ -233,6 +248,8 @@ class FunctionNode(Node):
         if not graph:
             return self._check(result)
         checked = self._check(result, keep_tensors=True)
+        if not self.once and _nothing_differentiable(args, ctx):
+            return checked  # backward was given no value with a history: truly constant
         # The inputs of this node require grad, so a gradient without history cannot be
         # right to second order (unless it truly is constant): say so when it is used.
         why = (f"{fn.__name__}.backward is marked @once_differentiable" if self.once else

@@ -498,11 +498,16 @@ def _refuse_running_stats_under_vmap(input, running_mean, running_var):
     """Under ``vmap``, batch norm in training mode would update unbatched running stats in
     place with each sample's statistics: PyTorch raises, and so does chainrule (in its
     batched evaluation when the input is batched, and always when vmap evaluates once per
-    sample, where a batched input cannot be told apart)."""
+    sample, where a batched input cannot be told apart). Once per sample, stats that are
+    views are taken for a sample's rows of mapped (stacked) buffers, which PyTorch updates
+    (``stack_module_state`` with ``functional_call``); a view from outside ``func`` still
+    raises, by vmap's write journal."""
     if not in_user_vmap():
         return
     batched = isinstance(input._data, Batched)
-    stats_batched = all(t is None or isinstance(t._data, Batched)
+    per_sample = not in_vmap_evaluation()
+    stats_batched = all(t is None or isinstance(t._data, Batched) or
+                        (per_sample and t._base is not None)
                         for t in (running_mean, running_var))
     if (batched or not in_vmap_evaluation()) and not stats_batched:
         raise RuntimeError(
@@ -631,7 +636,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
                 w[beside(rows, w)] = (picked * scale[:, None])._data
             weight._vc[0] += 1
     out = weight[idx]
-    scale = None
+    scale = keep = None
     if padding_idx is not None and (idx == padding_idx).any():
         scale = (idx != padding_idx)[..., None].astype(numpy_dtype(out.dtype))
     if scale_grad_by_freq and idx.size:
@@ -639,9 +644,11 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
         _, inverse, counts = np.unique(idx, return_inverse=True, return_counts=True)
         freq = (1.0 / counts[inverse.reshape(idx.shape)])[..., None].astype(
             numpy_dtype(out.dtype))
+        keep = np.ones_like(freq) if scale is None else scale
         scale = freq if scale is None else scale * freq
     if scale is not None and (out.requires_grad or STATE.dual_level):
-        out = _ScaleRowGrads.apply(out, _beside(out, scale))
+        out = _ScaleRowGrads.apply(out, _beside(out, scale),
+                                   None if keep is None else _beside(out, keep))
     return out
 
 
@@ -682,26 +689,57 @@ class _ScaleRowGrads(Function):
     """The identity on embedding's picked rows whose backward multiplies the cotangent by
     ``scale`` (0 on padding rows, ``1 / count`` with scale_grad_by_freq), as PyTorch's
     embedding_backward; the tangent passes unchanged, as PyTorch's forward-mode rule for
-    embedding is the plain gather of the weight's tangent."""
+    embedding is the plain gather of the weight's tangent. With ``keep`` (scale_grad_by_freq)
+    that backward is :class:`_ScaledCotangent`."""
 
     generate_vmap_rule = True
 
     @staticmethod
-    def forward(rows, scale):
+    def forward(rows, scale, keep):
         return rows.clone()
 
     @staticmethod
     def setup_context(ctx, inputs, output):
-        ctx.save_for_backward(inputs[1])
+        ctx.save_for_backward(inputs[1], inputs[2])
 
     @staticmethod
     def backward(ctx, grad):
-        (scale,) = ctx.saved_tensors
-        return grad * scale, None
+        scale, keep = ctx.saved_tensors
+        if keep is None:
+            return grad * scale, None, None
+        return _ScaledCotangent.apply(grad, scale, keep), None, None
 
     @staticmethod
-    def jvp(ctx, rows_t, scale_t):
+    def jvp(ctx, rows_t, scale_t, keep_t):
         return rows_t
+
+
+class _ScaledCotangent(Function):
+    """``grad * scale`` (embedding's backward with scale_grad_by_freq), whose own VJP is by
+    ``keep`` alone (the padding mask), as PyTorch's embedding_dense_double_backward: the
+    counts are divided again where the second pass goes back through the embedding, and
+    dividing here too put them in second derivatives twice. Its JVP keeps ``scale`` (the
+    embedding's tangent is the plain gather, so they are divided only here)."""
+
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(grad, scale, keep):
+        return grad * scale
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(inputs[1], inputs[2])
+
+    @staticmethod
+    def backward(ctx, v):
+        scale, keep = ctx.saved_tensors
+        return v * keep, None, None
+
+    @staticmethod
+    def jvp(ctx, grad_t, scale_t, keep_t):
+        scale, keep = ctx.saved_tensors
+        return grad_t * scale
 
 
 def one_hot(tensor, num_classes=-1):

@@ -374,8 +374,14 @@ def _modulo(name, forward, other, math, source):
                  jvp={"self": lambda F, t: t, "other": other}, math=math, source=source)
 
 
+# trunc(x / y) as one op with a zero derivative, as PyTorch's div(rounding_mode="trunc") in
+# its fmod backward (trunc of a differentiable x / y made second derivatives 0 * inf = NaN
+# where y = 0)
+declare_rule_name("trunc_divide", lambda x, y: NUMPY.xp.trunc(x / y),
+                  lambda x, y: div(x, y, rounding_mode="trunc"),
+                  lambda xp, dev, lazy: lambda x, y: xp.trunc(x / y))
 FMOD = _modulo(
-    "fmod", own_or("fmod", _fmod_fallback), lambda F, self, other: -F.trunc(self / other),
+    "fmod", own_or("fmod", _fmod_fallback), lambda F, self, other: -F.trunc_divide(self, other),
     math={"self": "grad_x = grad", "other": "grad_y = -grad * trunc(x / y)",
           "out": "dz = dx - trunc(x / y) dy"},
     source=CALCULUS + "; fmod(x, y) = x - trunc(x / y) y (sign of x), PyTorch's fmod backward",

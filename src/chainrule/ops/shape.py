@@ -190,8 +190,8 @@ def movedim(input, source, destination):
                            f"({dests} dims)")
     src = wrap_dims(sources, nd, "movedim")
     dst = wrap_dims(dests, nd, "movedim")
-    if not nd:  # a 0-d tensor: dims 0 and -1 are its only dim (as PyTorch), nothing moves
-        return input
+    if not nd:  # a 0-d tensor: dims 0 and -1 are its only dim (as PyTorch), nothing moves;
+        return permute(input, ())  # still a view, not the input itself (PyTorch's alias)
     order = [None] * nd
     for s_, d_ in zip(src, dst):
         order[d_] = s_
