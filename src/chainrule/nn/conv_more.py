@@ -33,7 +33,14 @@ from ..backend import dtype_kind, numpy_dtype
 from . import conv as _cv
 from ._module import Module
 from .conv import _batched, _pad, _tup, _unbatch, _windows
-from .functional import _beside, _not_a_tensor, _size, _t, _tensor_args
+from .functional import (
+    _beside,
+    _not_a_tensor,
+    _refuse_running_stats_under_vmap,
+    _size,
+    _t,
+    _tensor_args,
+)
 from .modules import _NormBase
 
 __all__ = ["ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d", "Upsample",
@@ -583,6 +590,8 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
         centered = x - mean
         var = (centered * centered).mean(dim=dims, keepdim=True)
         count = math.prod(s[2:])
+        if running_mean is not None:  # under vmap: unbatched stats refused, as batch_norm's
+            _refuse_running_stats_under_vmap(x, running_mean, running_var)
         with no_grad():
             if running_mean is not None:
                 new = (1 - momentum) * running_mean.detach() + \
