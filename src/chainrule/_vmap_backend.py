@@ -336,11 +336,11 @@ def _per_sample(numpy_kernel, name):
     samples (values decide them, as ``nonzero``'s) raise NotBatchable: vmap then evaluates
     the whole function once per sample."""
     def f(*args, **kwargs):
-        B = _b._batch_size(tuple(args) + tuple(kwargs.values()))
+        B = _size((args, tuple(kwargs.values())))
         if B is None:
             return numpy_kernel(*args, **kwargs)
-        rows = [numpy_kernel(*[_b._row(a, b) for a in args],
-                             **{key: _b._row(v, b) for key, v in kwargs.items()})
+        rows = [numpy_kernel(*_sample(args, b),
+                             **{key: _sample(v, b) for key, v in kwargs.items()})
                 for b in range(B)]
         return _stacked(rows, name)
     return f

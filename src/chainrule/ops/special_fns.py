@@ -16,11 +16,12 @@ from __future__ import annotations
 import math
 import numbers
 
-from .._dispatch import ShapeError, apply, name_errors
+from .._creation import as_tensor
+from .._dispatch import ShapeError, _result_dtype, apply, name_errors
 from .._table import Rule, defop, documented, elementwise
 from .._tensor import DEFAULT_FLOAT, Tensor
 from ..backend import NUMPY, backend_of, dtype_kind, xp_kernel
-from .elementwise import _unary, add, clamp, log, log1p, mul, sub
+from .elementwise import _unary, add, clamp, log, log1p, mul, sub, where
 from .elementwise_more import (
     XLOGY,
     binary,
@@ -1103,10 +1104,6 @@ def _poly_args(name, input, n):
     """``(x, n)`` for a polynomial op: x a tensor of PyTorch's result dtype of (input, n)
     (an integer or bool result is the default float dtype), n the int64 degree (truncated
     toward zero; NaN and beyond int64: -1), detached: n is not differentiable."""
-    from .._creation import as_tensor
-    from .._dispatch import _result_dtype
-    from .elementwise import where
-
     for v in (input, n):
         if isinstance(v, complex) or (isinstance(v, Tensor) and dtype_kind(v.dtype) == "c"):
             raise TypeError(f"{name}: complex inputs are not supported (as in PyTorch)")
