@@ -16,7 +16,7 @@ import warnings
 
 import numpy as np
 
-from . import _creation
+from . import _compat, _creation
 from . import amp as _amp
 from ._tensor import Tensor
 from .backend import UnsupportedDtype, numpy_dtype
@@ -178,17 +178,11 @@ def _identity(fn):
     return fn
 
 
-def _compiler_compile(*args, **kwargs):
-    from ._compat import compile as _compile
-
-    return _compile(*args, **kwargs)
-
-
 compiler = _module(
     "compiler", "``torch.compiler``: nothing is compiled (``chainrule.compile`` is the "
     "identity), so ``disable``, ``allow_in_graph`` and ``assume_constant_result`` return the "
     "function and ``is_compiling()`` is False.",
-    compile=_compiler_compile, disable=_disable, allow_in_graph=_identity,
+    compile=_compat.compile, disable=_disable, allow_in_graph=_identity,
     assume_constant_result=_identity, is_compiling=lambda: False,
     is_dynamo_compiling=lambda: False, is_exporting=lambda: False, reset=lambda: None)
 
