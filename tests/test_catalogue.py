@@ -653,14 +653,17 @@ def test_catalogue_has_at_least_150_cases():
     assert len(CASES) >= 150, len(CASES)
 
 
+try:
+    import torch
+except ImportError:  # CI: the expectations, derived by hand, are checked on chainrule only
+    torch = None
+
+
 @pytest.mark.parametrize("c", CASES, ids=IDS)
 def test_case(c):
+    """chainrule meets the case's expectation; where torch is installed (and the case is not
+    a documented departure), PyTorch meets the same expectation (its messages do not name
+    the op, so only the exception class is compared)."""
     run_case(cr, c)
-
-
-@pytest.mark.parametrize("c", [c for c in CASES if not c.torch_differs], ids=lambda c: c.id)
-def test_case_against_torch(c):
-    """The same expectation holds for PyTorch (its messages do not name the op, so only the
-    exception class is compared)."""
-    torch = pytest.importorskip("torch")
-    run_case(torch, c, check_message=False)
+    if torch is not None and not c.torch_differs:
+        run_case(torch, c, check_message=False)

@@ -552,3 +552,45 @@ def test_float_functions_of_integer_tensors_give_the_default_float_dtype(dtype):
     if torch is not None:
         t = torch.tensor(x.numpy())
         assert str(torch.exp(t).dtype) == "torch.float32"  # torch's default is float32
+
+
+def test_integer_math_with_python_floats_gives_the_default_float_dtype():
+    # PyTorch's rule: a Python number of a higher category than the tensors (a float beside
+    # integer tensors), and true division of integers, give the default float dtype; NumPy
+    # gives float64 whatever the default. A float64 tensor or an asked-for dtype keeps it.
+    i = cr.tensor([1, 2, 3])
+    cases = {
+        "i * 0.5": lambda: i * 0.5, "0.5 * i": lambda: 2.5 * i, "i + 1.5": lambda: i + 1.5,
+        "i / i": lambda: i / i, "true_divide": lambda: cr.true_divide(i, 2),
+        "pow": lambda: i.pow(0.5), "i ** -1.0": lambda: i ** -1.0,
+        "floor_divide": lambda: i // 2.5, "where": lambda: cr.where(i > 1, i, 0.5),
+        "clamp": lambda: cr.clamp(i, 0.5), "atan2": lambda: cr.atan2(i, i),
+    }
+    saved = cr.get_default_dtype()
+    cr.set_default_dtype(cr.float32)
+    try:
+        for name, f in cases.items():
+            y = f()
+            assert y.dtype == cr.float32, name
+        np.testing.assert_allclose((i * 0.5).numpy(), [0.5, 1.0, 1.5])
+        assert (i * cr.tensor(2.0, dtype=cr.float64)).dtype == cr.float64  # a float64 tensor
+        assert i.double().dtype == cr.float64 and i.sum(dtype=cr.float64).dtype == cr.float64
+        assert (i * 2).dtype == cr.int64 and (i * True).dtype == cr.int64
+        w = cr.ones(3, requires_grad=True)  # float32 now; its gradient too
+        (w * (i * 0.5)).sum().backward()
+        assert w.grad.dtype == cr.float32
+        np.testing.assert_allclose(w.grad.numpy(), [0.5, 1.0, 1.5])
+    finally:
+        cr.set_default_dtype(saved)
+    for name, f in cases.items():  # back to float64, and no slow path left on
+        assert f().dtype == cr.float64, name
+    from chainrule import _state
+    assert not _state.STATE.flags & _state.SLOW
+    if torch is not None:
+        torch_default = torch.get_default_dtype()
+        torch.set_default_dtype(torch.float32)
+        try:
+            ti = torch.tensor([1, 2, 3])
+            assert (ti * 0.5).dtype == torch.float32 and (ti / ti).dtype == torch.float32
+        finally:
+            torch.set_default_dtype(torch_default)

@@ -13,6 +13,7 @@ import warnings
 
 import numpy as np
 
+from . import _state
 from ._dispatch import _combine, _group_dtype, name_errors, torch_promote
 from ._tensor import DEFAULT_FLOAT as _DEFAULT_FLOAT
 from ._tensor import (
@@ -47,6 +48,9 @@ def set_default_dtype(d):
         raise TypeError(f"set_default_dtype: only float32 and float64 are supported as the "
                         f"default dtype, got {d}")
     _DEFAULT_FLOAT[0] = d
+    low = d != np.float64
+    _state.LOW_DEFAULT_FLOAT[0] = low
+    _state.STATE.set_modes(low_float=low)  # ops then give integer-only math this dtype
 
 
 def get_default_dtype():

@@ -767,9 +767,31 @@ def refresh_view(x):
 
 
 def _after(op, inputs, datas, attrs, out, result):
-    """The slow path after an op: the hooks of forward mode and anomaly mode."""
+    """The slow path after an op: the default float dtype, then the hooks of forward mode,
+    anomaly mode, inference mode and the profiler."""
+    if _STATE.low_float and result.__class__ is Tensor:
+        _default_float(datas, attrs, result)
     for hook in AFTER_OP:
         hook(op, inputs, datas, attrs, out, result)
+
+
+def _default_float(datas, attrs, result):
+    """With a default float dtype other than float64 (``set_default_dtype(float32)``), a
+    float result computed from integer or bool tensors and Python numbers (``i * 0.5``,
+    ``i / i``, ``i.pow(0.5)``, ``where(c, i, 0.5)``) has the default dtype, as PyTorch's
+    wrapped numbers give; NumPy computes it in float64. A float64 tensor among the inputs,
+    or a dtype asked for (``i.double()``), keeps float64."""
+    d = result._data
+    if getattr(d, "dtype", None) != _F64 or result._grad_fn is not None \
+            or not hasattr(d, "astype"):
+        return
+    for x in datas:
+        if getattr(x, "dtype", None) is not None and x.dtype.kind in "fc":
+            return
+    for a in attrs:
+        if isinstance(a, (np.dtype, type)) or getattr(a, "is_floating_point", None) is not None:
+            return
+    result._data = d.astype(DEFAULT_FLOAT[0])
 
 
 _table.DISPATCHER.make_call = make_call

@@ -19,8 +19,12 @@ import threading
 
 GRAD = 1  # STATE.flags bit: grad mode is on
 SLOW = 2  # STATE.flags bit: a forward-mode level, anomaly mode, saved-tensor hooks or
-#          inference mode or a profiler is active (the dispatcher then runs its AFTER_OP
-#          hooks)
+#          inference mode or a profiler is active, or the default float dtype is not
+#          float64 (the dispatcher then runs its slow path after each op)
+
+# Whether set_default_dtype made the default float dtype other than float64 (for every
+# thread: each thread's flags start from it)
+LOW_DEFAULT_FLOAT = [False]
 
 
 class _State(threading.local):
@@ -28,7 +32,8 @@ class _State(threading.local):
     no anomaly mode, as in PyTorch)."""
 
     def __init__(self):
-        self.flags = GRAD
+        self.low_float = LOW_DEFAULT_FLOAT[0]  # the default float dtype is not float64
+        self.flags = GRAD | (SLOW if self.low_float else 0)
         self.dual_level = 0  # the innermost active forward-mode level (0: none)
         self.dual_levels = ()  # the active forward-mode levels, outermost first
         self.dual_recorded = frozenset()  # levels whose tangents are differentiable
@@ -47,7 +52,7 @@ class _State(threading.local):
         self.flags = (self.flags | GRAD) if mode else (self.flags & ~GRAD)
 
     def set_modes(self, dual_levels=None, anomaly=None, saved_hooks=None, inference=None,
-                  profiling=None):
+                  profiling=None, low_float=None):
         """Change the active forward-mode levels (a tuple, outermost first), the anomaly
         mode, the saved-tensor hooks (a tuple of (pack, unpack), innermost last) and/or
         inference mode, keeping SLOW in step."""
@@ -62,8 +67,10 @@ class _State(threading.local):
             self.inference = inference
         if profiling is not None:
             self.profiling = profiling
+        if low_float is not None:
+            self.low_float = low_float
         slow = SLOW if (self.dual_level or self.anomaly or self.saved_hooks
-                        or self.inference or self.profiling) else 0
+                        or self.inference or self.profiling or self.low_float) else 0
         self.flags = (self.flags & ~SLOW) | slow
 
 
