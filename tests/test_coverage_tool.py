@@ -7,7 +7,16 @@ import importlib.util
 import sys
 from pathlib import Path
 
-import pytest
+import numpy as np
+
+import chainrule as cr
+from chainrule.autograd import gradcheck
+
+try:  # the comparisons with torch need its test database, which needs expecttest
+    import expecttest  # noqa: F401
+    import torch
+except ImportError:
+    torch = None
 
 # loaded from its path under its own name: "coverage" is also coverage.py's package name
 _SPEC = importlib.util.spec_from_file_location(
@@ -52,9 +61,33 @@ def test_report_counts_and_lists(tmp_path):
     assert present == ["numpy.sin"]
 
 
-def test_entries_checked_against_torch():
-    pytest.importorskip("torch")
-    pytest.importorskip("expecttest")
+def test_entries_resolve_and_are_judged(capsys):
+    # without torch: the parts of check() that need none. An entry's chainrule callable is
+    # found by name (kron's values are np.kron's, its gradient central differences'), a
+    # missing name gets its reason, a deliberate difference its text, and _close tells
+    # equal outputs from different ones
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((2, 3)), rng.standard_normal((3, 2))
+    fn = C.chainrule_callable(C.Entry("torch.kron", "function", None, None))
+    method = C.chainrule_callable(C.Entry("Tensor.kron", "method", None, None))
+    assert fn is cr.kron
+    for ours in (fn, method):
+        np.testing.assert_allclose(ours(cr.tensor(a), cr.tensor(b)).numpy(), np.kron(a, b))
+        assert gradcheck(ours, (cr.tensor(a, requires_grad=True),
+                                cr.tensor(b, requires_grad=True)))
+    assert C.chainrule_callable(C.Entry("torch.fft.fft", "function", None, None)) is None
+    assert C.reason_for("fft.fft").startswith("out of scope: FFTs")
+    solve = C.chainrule_callable(C.Entry("torch.cholesky_solve", "function", None, None))
+    assert solve is cr.cholesky_solve and "triangle" in C.DELIBERATE["cholesky_solve"]
+    want = np.kron(a, b)
+    assert C._close(want.copy(), want, "output 0") is None
+    assert "output 0: values differ" in C._close(want * 2, want, "output 0")
+    assert "shape (2,) (chainrule) vs (3,) (torch)" in C._close(np.ones(2), np.ones(3), "out")
+    if torch is None:
+        # the command says what it needs instead of failing
+        assert C.main(["--only", "kron"]) == 2
+        assert "needs torch and expecttest installed" in capsys.readouterr().out
+        return
     entries = {e.name: e for e in C.torch_entries(["kron", "cholesky_solve", "fft.fft"])}
     assert C.check(entries["torch.kron"]).status == "agree"
     assert C.check(entries["Tensor.kron"]).status == "agree"

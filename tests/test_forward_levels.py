@@ -14,6 +14,11 @@ import chainrule.autograd.forward_ad as fwAD
 from chainrule.autograd import Function
 from chainrule.func import hessian, jacfwd, jacrev
 
+try:
+    import torch
+except ImportError:  # CI has no torch: the comparison with it is skipped, the rest runs
+    torch = None
+
 X = np.array([0.5, 1.5, -0.7])
 U = np.array([1.0, 2.0, 0.5])
 V = np.array([3.0, -1.0, 2.0])
@@ -181,17 +186,18 @@ def test_threads_each_have_their_own_levels():
 
 
 def test_against_torch_forward_ad_reverse_over_forward():
-    torch = pytest.importorskip("torch")
-    import torch.autograd.forward_ad as tfw
-
-    x = torch.tensor(X, requires_grad=True)
-    with tfw.dual_level():
-        tfw.unpack_dual(f(tfw.make_dual(x, torch.tensor(V)))).tangent.backward()
+    # reverse over forward: d/dx of the tangent sum(f'(x) v) is f''(x) v
     ours = cr.tensor(X, requires_grad=True)
     with fwAD.dual_level():
         fwAD.unpack_dual(f(fwAD.make_dual(ours, cr.tensor(V)))).tangent.backward()
-    np.testing.assert_allclose(ours.grad.numpy(), x.grad.numpy())
-    np.testing.assert_allclose(ours.grad.numpy(), f2(X) * V)  # also without torch's help
+    np.testing.assert_allclose(ours.grad.numpy(), f2(X) * V)
+    if torch is not None:
+        import torch.autograd.forward_ad as tfw
+
+        x = torch.tensor(X, requires_grad=True)
+        with tfw.dual_level():
+            tfw.unpack_dual(f(tfw.make_dual(x, torch.tensor(V)))).tangent.backward()
+        np.testing.assert_allclose(ours.grad.numpy(), x.grad.numpy())
 
 
 class BatchableSin(Sin):

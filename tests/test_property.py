@@ -16,11 +16,15 @@ from __future__ import annotations
 import os
 
 import numpy as np
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import chainrule as cr
+
+try:
+    import torch
+except ImportError:  # the comparisons with torch are skipped; the rest runs
+    torch = None
 
 settings.register_profile("ci", max_examples=40, deadline=None, derandomize=True,
                           suppress_health_check=[HealthCheck.too_slow])
@@ -138,10 +142,12 @@ def _grads_or_none(program, seed, dtype):
 
 
 @given(programs, st.integers(0, 2**16))
-def test_float64_gradients_match_central_differences(program, seed):
+def test_float64_gradients_match_central_differences_and_torch(program, seed):
     x0, w0, got = _grads_or_none(program, seed, cr.float64)
     if got is not None:
         _assert_central(got, program, x0, w0)
+    if torch is not None:
+        _assert_matches_torch(got, program, x0, w0)
 
 
 def _assert_central(got, program, x0, w0):
@@ -162,23 +168,19 @@ def test_float32_programs_stay_float32(program, seed):
     np.testing.assert_allclose(gw, ref[2], rtol=2e-3, atol=2e-3)
 
 
-@given(programs, st.integers(0, 2**16))
-def test_programs_match_torch(program, seed):
-    torch = pytest.importorskip("torch")
-    x0, w0 = _inputs(seed)
-    ours = _run_or_version_error(lambda: _grads(cr, program, x0, w0, cr.float64))
+def _assert_matches_torch(ours, program, x0, w0):
+    """The same program on torch: the same loss and gradients, or the same version error."""
     try:
         theirs = _grads(torch, program, x0, w0, torch.float64)
     except RuntimeError as e:
-        if ours is None and "modified by an inplace operation" in str(e):
-            return  # both refuse: the program changed a value that a node saved
-        # PyTorch refuses a second in-place update of a tensor whose in-place op saved its
-        # output, and partly overlapping in-place reads; chainrule computes them (see
-        # docs/views-and-inplace.md): check those against central differences instead.
-        if ours is not None and "modified by an inplace operation" in str(e):
-            _assert_central(ours, program, x0, w0)
-            return
-        raise
+        if "modified by an inplace operation" not in str(e):
+            raise
+        # both refuse: the program changed a value that a node saved. PyTorch also refuses
+        # a second in-place update of a tensor whose in-place op saved its output, and
+        # partly overlapping in-place reads; chainrule computes them (see
+        # docs/views-and-inplace.md), and its gradients were checked against central
+        # differences above
+        return
     assert ours is not None, "chainrule raised a version error where PyTorch computed"
     assert np.isclose(ours[0], theirs[0], rtol=1e-10)
     np.testing.assert_allclose(ours[1], theirs[1], rtol=1e-9, atol=1e-12)

@@ -9,6 +9,11 @@ import pytest
 import chainrule as cr
 from chainrule.autograd import gradcheck
 
+try:
+    import torch
+except ImportError:  # the comparisons with torch are skipped; the rest runs
+    torch = None
+
 RNG = np.random.default_rng(21)
 A = RNG.standard_normal((3, 4))
 B3 = RNG.standard_normal((2, 3, 4))
@@ -71,17 +76,21 @@ def test_tensor_split_meshgrid_and_like_methods():
         t.repeat(2)
 
 
-def test_against_torch():
-    np.testing.assert_array_equal(cr.rot90(cr.tensor(A), -1).numpy(), np.rot90(A, -1))
-    torch = pytest.importorskip("torch")
-    ta = torch.tensor(A)
-    for ours, theirs in (
-            (cr.rot90(cr.tensor(A), -1), torch.rot90(ta, -1)),
-            (cr.tensor(A).repeat(2, 2), ta.repeat(2, 2)),
-            (cr.roll(cr.tensor(A), 2), torch.roll(ta, 2)),
-            (cr.meshgrid(cr.tensor(A[0]), cr.tensor(A[1]), indexing="xy")[0],
-             torch.meshgrid(ta[0], ta[1], indexing="xy")[0])):
-        np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
-    tsplit = torch.tensor_split(torch.arange(7.0), 3)
-    assert [p.shape[0] for p in cr.tensor_split(cr.arange(7.0), 3)] == [p.shape[0]
-                                                                         for p in tsplit]
+def test_rot90_repeat_roll_meshgrid_tensor_split_against_numpy_and_torch():
+    # NumPy's functions of the same meaning: rot90 with k = -1 is a clockwise turn,
+    # Tensor.repeat(2, 2) is np.tile(a, (2, 2)), roll without dims rolls the flattened
+    # tensor, meshgrid's "xy" is NumPy's default, tensor_split(7, 3) gives 3, 2, 2 entries
+    ours = (cr.rot90(cr.tensor(A), -1), cr.tensor(A).repeat(2, 2), cr.roll(cr.tensor(A), 2),
+            cr.meshgrid(cr.tensor(A[0]), cr.tensor(A[1]), indexing="xy")[0])
+    for got, want in zip(ours, (np.rot90(A, -1), np.tile(A, (2, 2)), np.roll(A, 2),
+                                np.meshgrid(A[0], A[1], indexing="xy")[0])):
+        np.testing.assert_array_equal(got.numpy(), want)
+    sizes = [p.shape[0] for p in cr.tensor_split(cr.arange(7.0), 3)]
+    assert sizes == [len(p) for p in np.array_split(np.arange(7.0), 3)] == [3, 2, 2]
+    if torch is not None:
+        ta = torch.tensor(A)
+        theirs = (torch.rot90(ta, -1), ta.repeat(2, 2), torch.roll(ta, 2),
+                  torch.meshgrid(ta[0], ta[1], indexing="xy")[0])
+        for got, want in zip(ours, theirs):
+            np.testing.assert_array_equal(got.numpy(), want.numpy())
+        assert sizes == [p.shape[0] for p in torch.tensor_split(torch.arange(7.0), 3)]

@@ -19,7 +19,6 @@ try:
 except ImportError:  # pragma: no cover - torch is optional
     torch = None
 
-needs_torch = pytest.mark.skipif(torch is None, reason="torch not installed")
 INTS = [np.int64, np.int32, np.int16, np.int8, np.uint8]
 
 
@@ -27,6 +26,29 @@ def same(ours, theirs):
     """Values and dtype of a chainrule tensor equal to a torch tensor's."""
     assert np.dtype(ours.dtype).name == str(theirs.dtype).replace("torch.", "")
     np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+def same_np(ours, want):
+    """Values and dtype of a chainrule tensor equal to a NumPy array's."""
+    want = np.asarray(want)
+    assert ours.dtype == want.dtype, (ours.dtype, want.dtype)
+    np.testing.assert_array_equal(ours.numpy(), want)
+
+
+def scalar_dtype(d):
+    """PyTorch's dtype for a tensor of dtype ``d`` with a Python int: the tensor's, except
+    that bool (a lower category than integer) becomes the default integer dtype, int64."""
+    return np.dtype(np.int64) if np.dtype(d) == np.bool_ else np.dtype(d)
+
+
+def promote(da, db):
+    """PyTorch's promotion of two tensors' dtypes: across the categories bool < integer <
+    floating the higher category's dtype; within one, the dtype holding both (NumPy's)."""
+    da, db = np.dtype(da), np.dtype(db)
+    rank = {"b": 0, "i": 1, "u": 1, "f": 2}
+    if rank[da.kind] != rank[db.kind]:
+        return da if rank[da.kind] > rank[db.kind] else db
+    return np.promote_types(da, db)
 
 
 # --- 1. bitwise ------------------------------------------------------------------------
@@ -136,15 +158,30 @@ def test_bitwise_has_no_gradient():
     np.testing.assert_array_equal(x.grad.numpy(), [1.0, 1.0])
 
 
-@needs_torch
-def test_bitwise_against_torch():
+def test_bitwise_against_numpy_and_torch():
+    # NumPy's functions on arrays of the promoted dtype (PyTorch's promotion, written out in
+    # promote and scalar_dtype above); shifts by 0 to 6 bits stay inside every dtype here
     rng = np.random.default_rng(0)
     pairs = [(np.int64, np.int64), (np.int32, np.int64), (np.uint8, np.int8),
              (np.int16, np.int16), (np.bool_, np.bool_), (np.bool_, np.int64)]
     for da, db in pairs:
         a = rng.integers(0, 100, 7).astype(da)
         b = rng.integers(0, 7, 7).astype(db)
-        ca, cb, ta, tb = cr.tensor(a), cr.tensor(b), torch.tensor(a), torch.tensor(b)
+        ca, cb = cr.tensor(a), cr.tensor(b)
+        dab, dsa, dsb = promote(da, db), scalar_dtype(da), scalar_dtype(db)
+        for op, ref in (("__and__", np.bitwise_and), ("__or__", np.bitwise_or),
+                        ("__xor__", np.bitwise_xor)):
+            same_np(getattr(ca, op)(cb), ref(a.astype(dab), b.astype(dab)))
+            same_np(getattr(ca, op)(3), ref(a.astype(dsa), np.array(3, dsa)))
+            same_np(getattr(cb, "__r" + op[2:])(5), ref(np.array(5, dsb), b.astype(dsb)))
+        if np.dtype(da).kind != "b" and np.dtype(db).kind != "b":
+            same_np(ca << cb, np.left_shift(a.astype(dab), b.astype(dab)))
+            same_np(ca >> cb, np.right_shift(a.astype(dab), b.astype(dab)))
+            same_np(cr.bitwise_left_shift(3, cb), np.left_shift(np.array(3, dsb), b))
+        same_np(~ca, np.invert(a))  # logical not for bool
+        if torch is None:
+            continue
+        ta, tb = torch.tensor(a), torch.tensor(b)
         for op in ("__and__", "__or__", "__xor__"):
             same(getattr(ca, op)(cb), getattr(ta, op)(tb))
             same(getattr(ca, op)(3), getattr(ta, op)(3))
@@ -199,18 +236,29 @@ def test_typed_constructors_and_isinstance():
         cr.FloatTensor(cr.tensor([1, 2]))  # another dtype's tensor (PyTorch: TypeError)
 
 
-@needs_torch
-def test_constructors_against_torch():
+def test_constructors_against_numpy_and_torch():
+    # torch.Tensor(data) is the data in the default float dtype (float64 in chainrule); a
+    # typed constructor converts to its dtype as NumPy's astype does (floats truncate toward
+    # zero, nonzero is True)
     for args in ([[1, 2]], [[[1.5], [2.0]]], [[True, False]], [(2, 3)], []):
-        theirs = torch.Tensor(*args).double()
         ours = cr.Tensor(*args)
-        same(ours, theirs)
-    assert tuple(torch.Tensor(2, 3).shape) == cr.Tensor(2, 3).shape
-    for name in ("FloatTensor", "DoubleTensor", "LongTensor", "IntTensor", "BoolTensor",
-                 "ByteTensor"):
-        same(getattr(cr, name)([1.7, 0, 3]), getattr(torch, name)([1.7, 0, 3]))
-        assert isinstance(cr.tensor([1.0]), getattr(cr, name)) == \
-            isinstance(torch.tensor([1.0], dtype=torch.float64), getattr(torch, name))
+        same_np(ours, np.array(args[0] if args else [], dtype=np.float64))
+        if torch is not None:
+            same(ours, torch.Tensor(*args).double())
+    assert cr.Tensor(2, 3).shape == (2, 3)
+    if torch is not None:
+        assert tuple(torch.Tensor(2, 3).shape) == cr.Tensor(2, 3).shape
+    for name, dtype in (("FloatTensor", np.float32), ("DoubleTensor", np.float64),
+                        ("LongTensor", np.int64), ("IntTensor", np.int32),
+                        ("BoolTensor", np.bool_), ("ByteTensor", np.uint8)):
+        ours = getattr(cr, name)([1.7, 0, 3])
+        same_np(ours, np.array([1.7, 0, 3]).astype(dtype))
+        # a float64 tensor is a DoubleTensor only
+        assert isinstance(cr.tensor([1.0]), getattr(cr, name)) == (name == "DoubleTensor")
+        if torch is not None:
+            same(ours, getattr(torch, name)([1.7, 0, 3]))
+            assert isinstance(cr.tensor([1.0]), getattr(cr, name)) == \
+                isinstance(torch.tensor([1.0], dtype=torch.float64), getattr(torch, name))
 
 
 # --- 3. dtypes -----------------------------------------------------------------------------
@@ -328,8 +376,16 @@ def test_sizes_strides_and_devices():
     assert x.get_device() == -1
 
 
-@needs_torch
-def test_strides_against_torch():
+def test_strides_against_numpy_and_torch():
+    # a contiguous (3, 4, 5) tensor steps (20, 5, 1) elements per index; views permute or
+    # drop those steps: NumPy's strides of the same views, in elements
+    ours, a = cr.zeros(3, 4, 5), np.zeros((3, 4, 5))
+    assert ours.stride() == (20, 5, 1)
+    for view, ref in ((ours, a), (ours.permute(2, 0, 1), a.transpose(2, 0, 1)),
+                      (ours.transpose(0, 1), a.swapaxes(0, 1)), (ours[:, 1], a[:, 1])):
+        assert view.stride() == tuple(s // a.itemsize for s in ref.strides)
+    if torch is None:
+        return
     for ours, theirs in ((cr.zeros(3, 4, 5), torch.zeros(3, 4, 5)),):
         assert ours.stride() == theirs.stride()
         assert ours.permute(2, 0, 1).stride() == theirs.permute(2, 0, 1).stride()
@@ -389,11 +445,17 @@ def test_unfold_gradient_counts_overlaps():
     np.testing.assert_array_equal(x.grad.numpy(), [1, 2, 3, 2, 1])  # windows covering each
 
 
-@needs_torch
-def test_unfold_against_torch():
+def test_unfold_against_numpy_and_torch():
+    # Tensor.unfold(dim, size, step): the windows of ``size`` along ``dim`` starting every
+    # ``step``, each window a new last dimension: NumPy's sliding_window_view, every step-th
     a = np.arange(24.0).reshape(2, 3, 4)
-    for args in ((2, 2, 1), (1, 2, 1), (0, 1, 1), (-1, 3, 2)):
-        same(cr.tensor(a).unfold(*args), torch.tensor(a).unfold(*args))
+    for dim, size, step in ((2, 2, 1), (1, 2, 1), (0, 1, 1), (-1, 3, 2)):
+        ours = cr.tensor(a).unfold(dim, size, step)
+        windows = np.lib.stride_tricks.sliding_window_view(a, size, axis=dim)
+        axis = dim % a.ndim  # of the input, before the windows' last dimension
+        same_np(ours, np.take(windows, range(0, windows.shape[axis], step), axis=axis))
+        if torch is not None:
+            same(ours, torch.tensor(a).unfold(dim, size, step))
 
 
 def test_post_accumulate_grad_hook():
@@ -474,28 +536,40 @@ def test_cat_and_stack_promote_like_torch():
     assert w.grad.dtype == np.float32 and w.grad.tolist() == [1.0, 1.0]
 
 
-@needs_torch
-def test_cat_promotion_against_torch():
+def test_cat_promotion_against_numpy_and_torch():
+    # PyTorch's promotion (promote above): int64 with float32 is float32, not NumPy's float64
     combos = [(np.int64, np.float32), (np.int32, np.float16), (np.bool_, np.int16),
               (np.uint8, np.int8), (np.float32, np.float64), (np.int64, np.int32)]
     for da, db in combos:
         a, b = np.array([1, 0], dtype=da), np.array([1, 1], dtype=db)
-        same(cr.cat([cr.tensor(a), cr.tensor(b)]), torch.cat([torch.tensor(a),
-                                                               torch.tensor(b)]))
-        same(cr.stack([cr.tensor(a), cr.tensor(b)]), torch.stack([torch.tensor(a),
-                                                                  torch.tensor(b)]))
+        d = promote(da, db)
+        cat, stack = cr.cat([cr.tensor(a), cr.tensor(b)]), cr.stack([cr.tensor(a), cr.tensor(b)])
+        same_np(cat, np.concatenate([a.astype(d), b.astype(d)]))
+        same_np(stack, np.stack([a.astype(d), b.astype(d)]))
+        if torch is not None:
+            same(cat, torch.cat([torch.tensor(a), torch.tensor(b)]))
+            same(stack, torch.stack([torch.tensor(a), torch.tensor(b)]))
 
 
-@needs_torch
-def test_truth_and_reductions_against_torch():
+def test_truth_and_reductions_against_numpy_and_torch():
     a = np.array([[1.0, np.inf], [-np.inf, 0.0]])
-    for name in ("isinf", "isposinf", "isneginf", "isreal"):
-        same(getattr(cr, name)(cr.tensor(a)), getattr(torch, name)(torch.tensor(a)))
+    for name, ref in (("isinf", np.isinf), ("isposinf", np.isposinf),
+                      ("isneginf", np.isneginf), ("isreal", np.isreal)):
+        same_np(getattr(cr, name)(cr.tensor(a)), ref(a))
+        if torch is not None:
+            same(getattr(cr, name)(cr.tensor(a)), getattr(torch, name)(torch.tensor(a)))
     for dim in (None, 0, 1):
         kw = {} if dim is None else {"dim": dim}
-        same(cr.all(cr.tensor(a), **kw), torch.all(torch.tensor(a), **kw))
-        same(cr.any(cr.tensor(a), **kw), torch.any(torch.tensor(a), **kw))
-    same(cr.logspace(-1, 2, 4), torch.logspace(-1, 2, 4, dtype=torch.float64))
+        same_np(cr.all(cr.tensor(a), **kw), np.all(a, axis=dim))  # bool, as PyTorch's
+        same_np(cr.any(cr.tensor(a), **kw), np.any(a, axis=dim))
+        if torch is not None:
+            same(cr.all(cr.tensor(a), **kw), torch.all(torch.tensor(a), **kw))
+            same(cr.any(cr.tensor(a), **kw), torch.any(torch.tensor(a), **kw))
+    ours = cr.logspace(-1, 2, 4)  # 10 ** (-1, 0, 1, 2)
+    assert ours.dtype == np.float64
+    np.testing.assert_allclose(ours.numpy(), [0.1, 1.0, 10.0, 100.0], rtol=1e-15)
+    if torch is not None:
+        same(ours, torch.logspace(-1, 2, 4, dtype=torch.float64))
 
 
 def test_number_arguments_take_one_element_tensors_that_need_no_grad():

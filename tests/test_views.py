@@ -11,6 +11,11 @@ import pytest
 
 import chainrule as cr
 
+try:
+    import torch
+except ImportError:  # CI has no torch: the comparisons with it are skipped, the rest runs
+    torch = None
+
 
 def _x(*shape, start=1.0):
     return np.arange(start, start + np.prod(shape)).reshape(shape)
@@ -143,18 +148,14 @@ PROGRAMS = {
 @pytest.mark.parametrize("program", list(PROGRAMS), ids=lambda f: f.__name__)
 def test_view_program_gradients(program):
     got = program(cr)
+    assert len(got) == len(PROGRAMS[program])
     for g, want in zip(got, PROGRAMS[program]):
         np.testing.assert_allclose(np.asarray(g), want, rtol=1e-12)
-
-
-@pytest.mark.parametrize("program", list(PROGRAMS), ids=lambda f: f.__name__)
-def test_view_program_matches_torch(program):
-    torch = pytest.importorskip("torch")
-    got = program(cr)
-    want = program(torch)
-    for g, w in zip(got, want):
-        np.testing.assert_allclose(np.asarray(g), w.numpy(), rtol=1e-12)
-    np.testing.assert_allclose(np.asarray(got[0]), PROGRAMS[program][0], rtol=1e-12)
+    if torch is not None:  # the same program on torch
+        theirs = program(torch)
+        assert len(theirs) == len(got)
+        for g, w in zip(got, theirs):
+            np.testing.assert_allclose(np.asarray(g), w.numpy(), rtol=1e-12)
 
 
 def _update_through_views(x):
@@ -170,15 +171,12 @@ def test_update_through_views_gradcheck_and_gradgradcheck():
     x = cr.tensor(_x(3, 3) / 7, dtype=cr.float64, requires_grad=True)
     assert cr.autograd.gradcheck(_update_through_views, (x,))
     assert cr.autograd.gradgradcheck(_update_through_views, (x,))
-
-
-def test_update_through_views_matches_torch():
-    torch = pytest.importorskip("torch")
-    x = cr.tensor(_x(3, 3) / 7, dtype=cr.float64, requires_grad=True)
-    _update_through_views(x).backward()
-    xt = torch.tensor(_x(3, 3) / 7, requires_grad=True)
-    _update_through_views(xt).backward()
-    np.testing.assert_allclose(np.asarray(x.grad), xt.grad.numpy(), rtol=1e-12)
+    if torch is not None:
+        x = cr.tensor(_x(3, 3) / 7, dtype=cr.float64, requires_grad=True)
+        _update_through_views(x).backward()
+        xt = torch.tensor(_x(3, 3) / 7, requires_grad=True)
+        _update_through_views(xt).backward()
+        np.testing.assert_allclose(np.asarray(x.grad), xt.grad.numpy(), rtol=1e-12)
 
 
 def test_view_shares_version_counter_and_base():
