@@ -15,8 +15,6 @@ try:
 except ImportError:
     torch = None
 
-needs_torch = pytest.mark.skipif(torch is None, reason="PyTorch not installed")
-
 
 def _asm(seed=0, **kw):
     cr.manual_seed(seed)
@@ -99,22 +97,65 @@ def test_asm_errors():
         m(cr.randn(3, 2, 8), cr.tensor([1, 2, 3]))
 
 
-@needs_torch
-def test_asm_matches_torch():
-    torch.manual_seed(0)
-    tm = torch.nn.AdaptiveLogSoftmaxWithLoss(8, 20, [4, 9, 15], div_value=2.0,
-                                             head_bias=True, dtype=torch.float64)
-    with torch.no_grad():
-        tm.head.bias.copy_(torch.tensor([0.0, 0, 0, 0, 2.0, 1.0, 0]))
+def _np_log_softmax(a):
+    return a - a.max(1, keepdims=True) - np.log(np.exp(a - a.max(1, keepdims=True))
+                                                  .sum(1, keepdims=True))
+
+
+def _np_asm_log_prob(m, x):
+    """log_prob by its definition from the module's weights: the shortlist's log-probs are
+    the head's; a class of cluster i has the head's log-prob of cluster i plus its
+    log-prob within the cluster (the tail: two bias-free projections)."""
+    sd = {k: v.detach().numpy() for k, v in m.state_dict().items()}
+    head = x @ sd["head.weight"].T + sd.get("head.bias", 0.0)
+    head_lp = _np_log_softmax(head)
+    short = m.shortlist_size
+    out = np.empty((x.shape[0], m.cutoffs[-1]))
+    out[:, :short] = head_lp[:, :short]
+    for i, (lo, hi) in enumerate(zip(m.cutoffs[:-1], m.cutoffs[1:])):
+        tail = x @ sd[f"tail.{i}.0.weight"].T @ sd[f"tail.{i}.1.weight"].T
+        out[:, lo:hi] = head_lp[:, short + i:short + i + 1] + _np_log_softmax(tail)
+    return out
+
+
+def test_asm_against_its_definition_and_torch():
     cm = _asm(head_bias=True)
-    assert list(tm.state_dict()) == list(cm.state_dict())
-    cm.load_state_dict({k: cr.tensor(v.numpy()) for k, v in tm.state_dict().items()})
-    assert repr(tm) == repr(cm)
+    with cr.no_grad():
+        cm.head.bias.copy_(cr.tensor([0.0, 0, 0, 0, 2.0, 1.0, 0]))
+    if torch is not None:  # PyTorch's initial weights, by name
+        torch.manual_seed(0)
+        tm = torch.nn.AdaptiveLogSoftmaxWithLoss(8, 20, [4, 9, 15], div_value=2.0,
+                                                 head_bias=True, dtype=torch.float64)
+        with torch.no_grad():
+            tm.head.bias.copy_(torch.tensor([0.0, 0, 0, 0, 2.0, 1.0, 0]))
+        assert list(tm.state_dict()) == list(cm.state_dict())
+        cm.load_state_dict({k: cr.tensor(v.numpy()) for k, v in tm.state_dict().items()})
+        assert repr(tm) == repr(cm)
     rng = np.random.default_rng(3)
     x = rng.standard_normal((25, 8)) * 2
     y = rng.integers(0, 20, size=25)
-    xt, xc = torch.tensor(x, requires_grad=True), cr.tensor(x, requires_grad=True)
-    ot, oc = tm(xt, torch.tensor(y)), cm(xc, cr.tensor(y))
+    xc = cr.tensor(x, requires_grad=True)
+    oc = cm(xc, cr.tensor(y))
+    # without torch: the definition, and finite differences for every gradient
+    lp = _np_asm_log_prob(cm, x)
+    np.testing.assert_allclose(cm.log_prob(xc).detach().numpy(), lp, atol=1e-12)
+    np.testing.assert_allclose(oc.output.detach().numpy(), lp[np.arange(25), y], atol=1e-12)
+    np.testing.assert_allclose(oc.loss.item(), -lp[np.arange(25), y].mean(), atol=1e-12)
+    pred = cm.predict(xc).numpy()
+    assert np.array_equal(pred, lp.argmax(1)) and (pred >= 4).any() and (pred < 4).any()
+    names = [n for n, _ in cm.named_parameters()]
+    params = [p.detach().clone().requires_grad_() for p in cm.parameters()]
+    yc = cr.tensor(y)
+    assert cr.autograd.gradcheck(
+        lambda x, *ps: nn.functional_call(cm, dict(zip(names, ps)), (x, yc)).loss,
+        (xc.detach().requires_grad_(), *params), fast_mode=True)
+    o1c = cm(xc[4], cr.tensor(y[4]))
+    assert o1c.output.shape == ()
+    np.testing.assert_allclose(o1c.output.item(), lp[4, y[4]], atol=1e-12)
+    if torch is None:
+        return
+    xt = torch.tensor(x, requires_grad=True)
+    ot = tm(xt, torch.tensor(y))
     np.testing.assert_allclose(oc.output.detach().numpy(), ot.output.detach().numpy(),
                                atol=1e-10)
     np.testing.assert_allclose(oc.loss.item(), ot.loss.item(), atol=1e-10)
@@ -125,9 +166,8 @@ def test_asm_matches_torch():
         np.testing.assert_allclose(pc.grad.numpy(), pt.grad.numpy(), atol=1e-10, err_msg=name)
     np.testing.assert_allclose(cm.log_prob(xc).detach().numpy(),
                                tm.log_prob(xt).detach().numpy(), atol=1e-10)
-    pred = tm.predict(xt).numpy()
-    assert np.array_equal(cm.predict(xc).numpy(), pred) and (pred >= 4).any()
-    o1t, o1c = tm(xt[4], torch.tensor(y[4])), cm(xc[4], cr.tensor(y[4]))
+    assert np.array_equal(pred, tm.predict(xt).numpy())
+    o1t = tm(xt[4], torch.tensor(y[4]))
     assert o1c.output.shape == tuple(o1t.output.shape) == ()
     np.testing.assert_allclose(o1c.output.item(), o1t.output.item(), atol=1e-10)
 
@@ -164,23 +204,51 @@ def test_cross_map_lrn2d_by_hand():
         m(cr.randn(5, 3, 4))
 
 
-@needs_torch
-def test_cross_map_lrn2d_matches_torch():
+def _np_windows(channels, size):
+    """Which channels' squares each channel's scale sums, by the running-sum recurrence of
+    PyTorch's (and Lua Torch's) SpatialCrossMapLRN: channel 0 sums channels < pre_pad;
+    channel c starts from channel c - 1's sum, adds channel c + pre_pad - 1 while
+    c < channels - pre_pad + 1 and drops channel c - pre_pad while c > pre_pad."""
+    pre_pad = int((size - 1) / 2 + 1)
+    w = np.zeros((channels, channels), dtype=int)
+    w[0, :min(pre_pad, channels)] = 1
+    for c in range(1, channels):
+        w[c] = w[c - 1]
+        if c < channels - pre_pad + 1:
+            w[c, c + pre_pad - 1] += 1
+        if c > pre_pad:
+            w[c, c - pre_pad] -= 1
+    return w
+
+
+def test_cross_map_lrn2d_configs_by_hand_and_torch():
     rng = np.random.default_rng(5)
     count = 0
     for size in (1, 2, 3, 4, 5, 7):
         for channels in (1, 2, 3, 6, 9):
             x = rng.standard_normal((2, channels, 3, 2))
+            w = _np_windows(channels, size)
+            assert np.array_equal(_cross_map_windows(channels, size), w)
             for alpha, beta, k in ((1e-4, 0.75, 1), (0.7, 0.5, 2.0), (2.0, 1.3, 0.5)):
-                yt = torch.nn.CrossMapLRN2d(size, alpha, beta, k)(torch.tensor(x))
                 yc = nn.CrossMapLRN2d(size, alpha, beta, k)(cr.tensor(x))
-                np.testing.assert_allclose(yc.numpy(), yt.numpy(), atol=1e-10)
+                # without torch: x * (k + alpha / size * window sums of x^2) ** -beta
+                scale = k + alpha / size * np.einsum("cj,njhw->nchw", w, x * x)
+                np.testing.assert_allclose(yc.numpy(), x * scale ** -beta, atol=1e-12)
+                if torch is not None:
+                    yt = torch.nn.CrossMapLRN2d(size, alpha, beta, k)(torch.tensor(x))
+                    np.testing.assert_allclose(yc.numpy(), yt.numpy(), atol=1e-10)
                 count += 1
     assert count == 90
-    assert repr(torch.nn.CrossMapLRN2d(3)) == repr(nn.CrossMapLRN2d(3))
-    # PyTorch's hand-written backward is the derivative of its forward for one channel
+    assert repr(nn.CrossMapLRN2d(3)) == "CrossMapLRN2d(3, alpha=0.0001, beta=0.75, k=1)"
+    # one channel: the gradient is the derivative of the forward (finite differences)
     x = rng.standard_normal((2, 1, 3, 3))
-    xt, xc = torch.tensor(x, requires_grad=True), cr.tensor(x, requires_grad=True)
-    torch.nn.CrossMapLRN2d(3, 0.5, 0.75, 1.0)(xt).square().sum().backward()
-    nn.CrossMapLRN2d(3, 0.5, 0.75, 1.0)(xc).square().sum().backward()
-    np.testing.assert_allclose(xc.grad.numpy(), xt.grad.numpy(), atol=1e-10)
+    xc = cr.tensor(x, requires_grad=True)
+    lrn = nn.CrossMapLRN2d(3, 0.5, 0.75, 1.0)
+    assert cr.autograd.gradcheck(lambda t: lrn(t).square().sum(), (xc,))
+    lrn(xc).square().sum().backward()
+    if torch is not None:
+        assert repr(torch.nn.CrossMapLRN2d(3)) == repr(nn.CrossMapLRN2d(3))
+        # PyTorch's hand-written backward is the derivative of its forward for one channel
+        xt = torch.tensor(x, requires_grad=True)
+        torch.nn.CrossMapLRN2d(3, 0.5, 0.75, 1.0)(xt).square().sum().backward()
+        np.testing.assert_allclose(xc.grad.numpy(), xt.grad.numpy(), atol=1e-10)

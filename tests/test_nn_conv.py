@@ -1,6 +1,8 @@
 """chainrule.nn convolution and pooling: NumPy-loop references, gradcheck, modules, errors;
 torch comparisons (outputs and gradients, ties, a small CNN) when torch is installed."""
 
+import copy
+import functools
 import itertools
 import math
 
@@ -11,6 +13,11 @@ import chainrule as cr
 from chainrule import nn
 from chainrule.autograd import gradcheck, gradgradcheck
 from chainrule.nn import functional as F
+
+try:
+    import torch
+except ImportError:
+    torch = None
 
 RNG = np.random.default_rng(2024)
 
@@ -95,15 +102,29 @@ def np_pool(x, kind, k, s=None, p=0, d=1, ceil_mode=False, count_include_pad=Tru
     return out, arg
 
 
-def np_adaptive(x, out_size, kind):
+def np_adaptive(x, out_size, kind, return_indices=False):
+    """Adaptive pooling by loops: window o spans floor(o L / O) .. ceil((o + 1) L / O); max
+    also returns the flat index (in the plane) of the first maximum, row-major."""
     plane = x.shape[2:]
     out = np.zeros(x.shape[:2] + tuple(out_size))
+    arg = np.zeros(x.shape[:2] + tuple(out_size), dtype=np.int64)
     for pos in np.ndindex(*out_size):
         sl = tuple(slice(math.floor(o * L / O), math.ceil((o + 1) * L / O))
                    for o, L, O in zip(pos, plane, out_size))
         win = x[(Ellipsis,) + sl].reshape(x.shape[:2] + (-1,))
         out[(Ellipsis,) + pos] = win.max(-1) if kind == "max" else win.mean(-1)
-    return out
+        local = np.unravel_index(win.argmax(-1), tuple(s.stop - s.start for s in sl))
+        arg[(Ellipsis,) + pos] = np.ravel_multi_index(
+            tuple(j + s.start for j, s in zip(local, sl)), plane)
+    return (out, arg) if return_indices else out
+
+
+def np_scatter_grad(shape, idx, g):
+    """The gradient of a max pooling: each output's cotangent added at its argmax."""
+    grad = np.zeros(shape[:2] + (math.prod(shape[2:]),))
+    for bc in np.ndindex(*shape[:2]):
+        np.add.at(grad[bc], idx[bc].ravel(), g[bc].ravel())
+    return grad.reshape(shape)
 
 
 def t(a, grad=False):
@@ -373,12 +394,25 @@ def _compare(torch, fc, ft, arrays, *args, **kwargs):
             np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-10, atol=1e-12)
 
 
+def _batched(a):
+    """(a with a batch dim of 1 added, a function removing it again) for unbatched a."""
+    return a[None], (lambda r: r[0])
+
+
+def _max_grad(fc, x, *args):
+    """chainrule's values, indices and the gradient of a random linear functional of a max
+    pooling ``fc(x, *args, return_indices=True)``; and that functional's cotangent."""
+    xc = t(x, True)
+    out, idx = fc(xc, *args, return_indices=True)
+    g = RNG.standard_normal(out.shape)
+    (out * t(g)).sum().backward()
+    return out.detach().numpy(), idx.numpy(), xc.grad.numpy(), g
+
+
 @pytest.mark.filterwarnings("ignore:Using padding='same'")
-def test_conv_random_configs_vs_torch():
+def test_conv_random_configs_vs_loops_and_torch():
     assert F.conv2d(cr.ones(1, 1, 3, 3), cr.ones(1, 1, 2, 2)).numpy().ravel().tolist() == \
         [4.0] * 4
-    torch = pytest.importorskip("torch")
-    TF = torch.nn.functional
     rng = np.random.default_rng(7)
     for trial in range(24):
         n = 1 + trial % 2
@@ -397,15 +431,22 @@ def test_conv_random_configs_vs_torch():
         if trial % 5 == 0:
             x = x[0]  # unbatched
         kw = dict(stride=s, padding=p, dilation=d, groups=g)
-        fc, ft = (F.conv1d, TF.conv1d) if n == 1 else (F.conv2d, TF.conv2d)
-        _compare(torch, fc, ft, (x, w, b), **kw)
+        fc = F.conv1d if n == 1 else F.conv2d
+        # without torch: the loop, and finite differences (exact: conv is bilinear)
+        xb, unbatch = _batched(x) if x.ndim == n + 1 else (x, lambda r: r)
+        np.testing.assert_allclose(fc(t(x), t(w), None if b is None else t(b), **kw).numpy(),
+                                   unbatch(np_conv(xb, w, b, **kw)), rtol=1e-12, atol=1e-12)
+        arrays = [t(a, True) for a in (x, w) + (() if b is None else (b,))]
+        assert gradcheck(functools.partial(fc, **kw), tuple(arrays), fast_mode=True)
+        if torch is not None:
+            ft = torch.nn.functional.conv1d if n == 1 else torch.nn.functional.conv2d
+            _compare(torch, fc, ft, (x, w, b), **kw)
 
 
-def test_pools_random_configs_vs_torch():
+def test_pools_random_configs_vs_loops_and_torch():
     out, _ = np_pool(np.array([[[0.0, 0.0, 2.0, 2.0]]]), "max", 2)
     assert F.max_pool1d(t([[[0.0, 0.0, 2.0, 2.0]]]), 2).numpy().tolist() == out.tolist()
-    torch = pytest.importorskip("torch")
-    TF = torch.nn.functional
+    TF = None if torch is None else torch.nn.functional
     rng = np.random.default_rng(11)
     for trial in range(30):
         n = 1 + trial % 2
@@ -417,21 +458,60 @@ def test_pools_random_configs_vs_torch():
         x = np.maximum(rng.integers(-3, 3, (2, 3) + tuple(rng.integers(6, 9, n))), 0) * 1.0
         if trial % 4 == 1:
             x = x[0]
-        fm, tm = (F.max_pool1d, TF.max_pool1d) if n == 1 else (F.max_pool2d, TF.max_pool2d)
+        xb, unbatch = _batched(x) if x.ndim == n + 1 else (x, lambda r: r)
+        fm = F.max_pool1d if n == 1 else F.max_pool2d
         mp = p if all(pi <= ((ki - 1) * di + 1) // 2 for ki, pi, di in zip(k, p, d)) else 0
-        _compare(torch, fm, tm, (x,), k, s, mp, d, ceil, return_indices=True)
+        # without torch: the loops; ties (many zeros) go to the first maximum, and so does
+        # the gradient of each output
+        out, idx, grad, g = _max_grad(fm, x, k, s, mp, d, ceil)
+        ref, ref_idx = np_pool(xb, "max", k, s, mp, d, ceil)
+        np.testing.assert_array_equal(out, unbatch(ref))
+        np.testing.assert_array_equal(idx, unbatch(ref_idx))
+        np.testing.assert_allclose(grad, unbatch(np_scatter_grad(xb.shape, ref_idx,
+                                                                 g.reshape(ref.shape))))
+        if TF is not None:
+            tm = TF.max_pool1d if n == 1 else TF.max_pool2d
+            _compare(torch, fm, tm, (x,), k, s, mp, d, ceil, return_indices=True)
         cip = bool(trial % 2)
         if n == 1:
-            _compare(torch, F.avg_pool1d, TF.avg_pool1d, (x,), k, s, p, ceil, cip)
+            args = (k, s, p, ceil, cip)
+            fa, ta, div = F.avg_pool1d, TF and TF.avg_pool1d, None
         else:
             div = None if trial % 4 else int(rng.integers(1, 5))
-            _compare(torch, F.avg_pool2d, TF.avg_pool2d, (x,), k, s, p, ceil, cip, div)
+            args = (k, s, p, ceil, cip, div)
+            fa, ta = F.avg_pool2d, TF and TF.avg_pool2d
+        ref, _ = np_pool(xb, "avg", k, s, p, 1, ceil, cip, div)
+        np.testing.assert_allclose(fa(t(x), *args).numpy(), unbatch(ref), rtol=1e-12,
+                                   atol=1e-14)
+        assert gradcheck(lambda x, fa=fa, args=args: fa(x, *args), (t(x, True),),
+                         fast_mode=True)  # linear
+        if TF is not None:
+            _compare(torch, fa, ta, (x,), *args)
     x = np.maximum(rng.integers(-3, 3, (2, 3, 7, 6)), 0) * 1.0
     for size in ((3, 4), 5, (None, 2), 1):
-        _compare(torch, F.adaptive_avg_pool2d, TF.adaptive_avg_pool2d, (x,), size)
-        _compare(torch, F.adaptive_max_pool2d, TF.adaptive_max_pool2d, (x,), size, True)
-    _compare(torch, F.adaptive_avg_pool1d, TF.adaptive_avg_pool1d, (x[0],), 4)
-    _compare(torch, F.adaptive_max_pool1d, TF.adaptive_max_pool1d, (x[0],), 4, True)
+        full = tuple(L if o is None else o for o, L in zip(_pair(size, 2), x.shape[2:]))
+        np.testing.assert_allclose(F.adaptive_avg_pool2d(t(x), size).numpy(),
+                                   np_adaptive(x, full, "avg"), rtol=1e-12)
+        assert gradcheck(lambda x, size=size: F.adaptive_avg_pool2d(x, size), (t(x, True),),
+                         fast_mode=True)
+        out, idx, grad, g = _max_grad(F.adaptive_max_pool2d, x, size)
+        ref, ref_idx = np_adaptive(x, full, "max", return_indices=True)
+        np.testing.assert_array_equal(out, ref)
+        np.testing.assert_array_equal(idx, ref_idx)
+        np.testing.assert_allclose(grad, np_scatter_grad(x.shape, ref_idx, g))
+        if TF is not None:
+            _compare(torch, F.adaptive_avg_pool2d, TF.adaptive_avg_pool2d, (x,), size)
+            _compare(torch, F.adaptive_max_pool2d, TF.adaptive_max_pool2d, (x,), size, True)
+    np.testing.assert_allclose(F.adaptive_avg_pool1d(t(x[0]), 4).numpy(),
+                               np_adaptive(x[0], (4,), "avg"), rtol=1e-12)
+    out, idx, grad, g = _max_grad(F.adaptive_max_pool1d, x[0], 4)
+    ref, ref_idx = np_adaptive(x[0], (4,), "max", return_indices=True)
+    np.testing.assert_array_equal(out, ref)
+    np.testing.assert_array_equal(idx, ref_idx)
+    np.testing.assert_allclose(grad, np_scatter_grad(x[0].shape, ref_idx, g))
+    if TF is not None:
+        _compare(torch, F.adaptive_avg_pool1d, TF.adaptive_avg_pool1d, (x[0],), 4)
+        _compare(torch, F.adaptive_max_pool1d, TF.adaptive_max_pool1d, (x[0],), 4, True)
 
 
 def _cnn(lib):
@@ -441,18 +521,56 @@ def _cnn(lib):
                         m.AdaptiveAvgPool2d((2, 2)), m.Flatten(), m.Linear(32, 5))
 
 
-def test_small_cnn_vs_torch():
+def _np_cnn(model, x):
+    """The small CNN by the loops above, layer by layer; returns (output in training mode,
+    output in eval mode with the running stats one training call leaves, the batch norm's
+    running_var after that call)."""
+    p = {k: v.detach().numpy() for k, v in model.state_dict().items()}
+    h = np.maximum(np_conv(x, p["0.weight"], p["0.bias"], padding=1), 0)
+    h = np_pool(h, "max", 2)[0]
+    h = np_conv(h, p["3.weight"], p["3.bias"], groups=2)
+    mean, var = h.mean((0, 2, 3)), h.var((0, 2, 3))
+    m = h[0, 0].size * h.shape[0]
+    running_mean = 0.9 * p["4.running_mean"] + 0.1 * mean
+    running_var = 0.9 * p["4.running_var"] + 0.1 * var * m / (m - 1)  # unbiased
+
+    def head(mu, v):
+        y = (h - mu[:, None, None]) / np.sqrt(v[:, None, None] + 1e-5)
+        y = y * p["4.weight"][:, None, None] + p["4.bias"][:, None, None]
+        y = np_adaptive(y, (2, 2), "avg").reshape(len(x), -1)
+        return y @ p["7.weight"].T + p["7.bias"]
+    return head(mean, var), head(running_mean, running_var), running_var
+
+
+def test_small_cnn_vs_loops_and_torch():
     cr.manual_seed(3)
     model = _cnn(cr)
     names = [n for n, _ in model.named_parameters()]
     assert names == ["0.weight", "0.bias", "3.weight", "3.bias", "4.weight", "4.bias",
                      "7.weight", "7.bias"]
-    torch = pytest.importorskip("torch")
+    x = np.maximum(RNG.standard_normal((4, 3, 10, 10)), 0)
+    # without torch: the loops, and finite differences for the input and every parameter
+    want_train, want_eval, want_var = _np_cnn(model, x)
+    for train, want in ((True, want_train), (False, want_eval)):
+        model.train(train)
+        np.testing.assert_allclose(model(t(x)).detach().numpy(), want, rtol=1e-10,
+                                   atol=1e-12)
+        if train:
+            np.testing.assert_allclose(model[4].running_var.numpy(), want_var, rtol=1e-12)
+    params = [p.detach().clone().requires_grad_() for p in model.parameters()]
+    for train in (True, False):
+        probe = copy.deepcopy(model).train(train)  # (training calls move the running stats)
+        f = functools.partial(lambda m, x, *ps: nn.functional_call(m, dict(zip(names, ps)),
+                                                                   (x,)), probe)
+        assert gradcheck(f, (t(x, True), *params), fast_mode=True)
+    if torch is None:
+        return
+    cr.manual_seed(3)
+    model = _cnn(cr)
     torch.manual_seed(3)
     tmodel = _cnn(torch).double()
     model.load_state_dict({k: cr.tensor(v.detach().numpy().copy())
                            for k, v in tmodel.state_dict().items()})
-    x = np.maximum(RNG.standard_normal((4, 3, 10, 10)), 0)
     for train in (True, False):
         model.train(train)
         tmodel.train(train)

@@ -2,8 +2,12 @@
 padding modes: adjoint identities, hand-computed values and gradcheck without torch; values
 and gradients against torch (float64) when it is installed."""
 
+import copy
+import functools
+import itertools
 import math
 import warnings
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -12,13 +16,13 @@ import chainrule as cr
 from chainrule import nn
 from chainrule.autograd import gradcheck, gradgradcheck
 from chainrule.nn import functional as F
+from test_nn_conv import np_conv
 
 try:
     import torch
 except ImportError:
     torch = None
 
-needs_torch = pytest.mark.skipif(torch is None, reason="torch is not installed")
 RNG = np.random.default_rng(31)
 
 
@@ -371,6 +375,145 @@ def test_conv_padding_modes():
         nn.Conv1d(1, 1, 3, padding=4, padding_mode="reflect")(cr.randn(1, 1, 4))
 
 
+# --- NumPy references for the random configurations -----------------------------------------
+
+def _tup(v, n):
+    return tuple(v) if isinstance(v, (tuple, list)) else (v,) * n
+
+
+def np_conv_transpose(x, w, b, stride, padding, output_padding, groups, dilation):
+    """By its definition, batched x: input entry (c, pos) adds x * w[c, o] at output
+    positions pos * s + tap * d (in a buffer as long as (L - 1) s + d (k - 1) + 1 +
+    output_padding), then `padding` entries are cut from both ends."""
+    n = w.ndim - 2
+    s, p, op, d = (_tup(v, n) for v in (stride, padding, output_padding, dilation))
+    k = w.shape[2:]
+    cin_g, cout_g = x.shape[1] // groups, w.shape[1]
+    full = [(L - 1) * si + di * (ki - 1) + 1 + opi
+            for L, si, di, ki, opi in zip(x.shape[2:], s, d, k, op)]
+    buf = np.zeros((x.shape[0], cout_g * groups, *full))
+    for c, pos, tap in itertools.product(range(x.shape[1]), np.ndindex(*x.shape[2:]),
+                                         np.ndindex(*k)):
+        g = c // cin_g
+        at = tuple(pi * si + ti * di for pi, si, ti, di in zip(pos, s, tap, d))
+        buf[(slice(None), slice(g * cout_g, (g + 1) * cout_g)) + at] += \
+            x[(slice(None), c) + pos][:, None] * w[(c, slice(None)) + tap]
+    out = buf[(Ellipsis,) + tuple(slice(pi, f - pi) for pi, f in zip(p, full))]
+    if b is not None:
+        out = out + b.reshape((-1,) + (1,) * n)
+    return out
+
+
+def _windows(x, k, d, p, s):
+    """(padded x, output positions, taps) of the sliding blocks of (N, C, H, W)."""
+    k, d, p, s = (_tup(v, 2) for v in (k, d, p, s))
+    xp = np.pad(x, [(0, 0), (0, 0), (p[0], p[0]), (p[1], p[1])])
+    outs = [(xp.shape[2 + i] - d[i] * (k[i] - 1) - 1) // s[i] + 1 for i in range(2)]
+    return xp, list(np.ndindex(*outs)), list(np.ndindex(*k)), k, d, p, s
+
+
+def np_unfold(x, k, d, p, s):
+    """cols[n, c * kh * kw + tap, block] = padded x at block * s + tap * d."""
+    xp, blocks, taps, k, d, p, s = _windows(x, k, d, p, s)
+    cols = np.zeros((x.shape[0], x.shape[1] * len(taps), len(blocks)))
+    for c, (ti, tap), (bi, blk) in itertools.product(range(x.shape[1]), enumerate(taps),
+                                                     enumerate(blocks)):
+        cols[:, c * len(taps) + ti, bi] = xp[:, c, blk[0] * s[0] + tap[0] * d[0],
+                                             blk[1] * s[1] + tap[1] * d[1]]
+    return cols
+
+
+def np_fold(cols, size, k, d, p, s):
+    """The adjoint of np_unfold: every column entry added back where unfold read it."""
+    n, ck = cols.shape[:2]
+    kk = math.prod(_tup(k, 2))
+    xp, blocks, taps, k, d, p, s = _windows(np.zeros((n, ck // kk) + tuple(size)), k, d, p, s)
+    for c, (ti, tap), (bi, blk) in itertools.product(range(ck // kk), enumerate(taps),
+                                                     enumerate(blocks)):
+        xp[:, c, blk[0] * s[0] + tap[0] * d[0], blk[1] * s[1] + tap[1] * d[1]] += \
+            cols[:, c * kk + ti, bi]
+    return xp[:, :, p[0]:p[0] + size[0], p[1]:p[1] + size[1]]
+
+
+def _interp_matrix(L, o, mode, align_corners, sf, two_d):
+    """The (o, L) matrix of one spatial dim of F.interpolate, from the definitions in exact
+    rational arithmetic. The source scale is s = 1 / scale_factor when one is used, else
+    L / o. nearest: source floor(i s) (PyTorch's 2-d kernel copies when o == L and takes
+    i // 2 when o == 2 L); nearest-exact: floor((i + 1/2) s); linear: source
+    max((i + 1/2) s - 1/2, 0) (align_corners: i (L - 1) / (o - 1)) between its two
+    neighbours (an output as long as the input copies it); area: the mean over
+    floor(i L / o) .. ceil((i + 1) L / o)."""
+    M = np.zeros((o, L))
+    s = Fraction(1) / sf if sf is not None else Fraction(L, o)
+    for i in range(o):
+        if mode == "area":
+            lo, hi = math.floor(Fraction(i * L, o)), math.ceil(Fraction((i + 1) * L, o))
+            M[i, lo:hi] = 1.0 / (hi - lo)
+        elif mode == "nearest" and two_d and o in (L, 2 * L):
+            M[i, i * L // o] = 1.0
+        elif mode in ("nearest", "nearest-exact"):
+            src = i * s if mode == "nearest" else (i + Fraction(1, 2)) * s
+            M[i, min(math.floor(src), L - 1)] = 1.0
+        elif o == L:
+            M[i, i] = 1.0
+        else:
+            if align_corners:
+                src = Fraction(i * (L - 1), o - 1) if o > 1 else Fraction(0)
+            else:
+                src = max((i + Fraction(1, 2)) * s - Fraction(1, 2), Fraction(0))
+            i0 = min(math.floor(src), L - 1)
+            lam = float(src - i0)
+            M[i, i0] += 1.0 - lam
+            M[i, min(i0 + 1, L - 1)] += lam
+    return M
+
+
+def _interp_matrices(shape, mode, align_corners=None, size=None, scale_factor=None,
+                     recompute_scale_factor=None):
+    """One _interp_matrix per spatial dim of an input of `shape`; output sizes
+    floor(L scale_factor) (the scale factor itself is used unless recomputed)."""
+    spatial = shape[2:]
+    if size is not None:
+        outs, sfs = _tup(size, len(spatial)), (None,) * len(spatial)
+    else:
+        sfs = tuple(Fraction(str(v)) for v in _tup(scale_factor, len(spatial)))
+        outs = tuple(math.floor(L * f) for L, f in zip(spatial, sfs))
+        if recompute_scale_factor or mode == "area":
+            sfs = (None,) * len(spatial)
+    mode = {"bilinear": "linear"}.get(mode, mode)
+    return [_interp_matrix(L, o, mode, align_corners, f, len(spatial) == 2)
+            for L, o, f in zip(spatial, outs, sfs)]
+
+
+def _apply(mats, x):
+    """The matrices applied along the trailing dims of x (the transposes apply the
+    adjoint, the gradient of a linear map)."""
+    for i, M in enumerate(mats):
+        x = np.moveaxis(np.tensordot(M, np.moveaxis(x, 2 + i, 0), 1), 0, 2 + i)
+    return x
+
+
+def _check_linear_op(fc, x, mats):
+    """fc(x) against the matrices, and its gradient for a random cotangent against the
+    transposed matrices."""
+    xc = t(x, True)
+    y = fc(xc)
+    np.testing.assert_allclose(y.detach().numpy(), _apply(mats, x), rtol=1e-12, atol=1e-13)
+    g = RNG.standard_normal(y.shape)
+    y.backward(t(g))
+    np.testing.assert_allclose(xc.grad.numpy(), _apply([M.T for M in mats], g), rtol=1e-12,
+                               atol=1e-13)
+
+
+def _gradcheck_module(m, x, **kwargs):
+    """Finite differences (one random projection) w.r.t. the input and every parameter of
+    ``m(x, **kwargs)``."""
+    names = [n for n, _ in m.named_parameters()]
+    params = [p.detach().clone().requires_grad_() for p in m.parameters()]
+    assert gradcheck(lambda x, *ps: nn.functional_call(m, dict(zip(names, ps)), (x,), kwargs),
+                     (t(x, True), *params), fast_mode=True)
+
+
 # --- torch comparisons ----------------------------------------------------------------------
 
 def _compare(fc, ft, arrays, *args, grads=True, **kwargs):
@@ -392,9 +535,8 @@ def _compare(fc, ft, arrays, *args, grads=True, **kwargs):
             np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-10, atol=1e-12)
 
 
-@needs_torch
-def test_conv_transpose_random_configs_vs_torch():
-    TF = torch.nn.functional
+def test_conv_transpose_random_configs_vs_definition_and_torch():
+    TF = None if torch is None else torch.nn.functional
     rng = np.random.default_rng(5)
     done = 0
     for trial in range(30):
@@ -411,53 +553,107 @@ def test_conv_transpose_random_configs_vs_torch():
         b = None if trial % 3 == 0 else rng.standard_normal(w.shape[1] * g)
         if trial % 5 == 0:
             x = x[0]
-        fc, ft = (F.conv_transpose1d, TF.conv_transpose1d) if n == 1 else \
-            (F.conv_transpose2d, TF.conv_transpose2d)
-        try:
-            ft(torch.tensor(x), torch.tensor(w), None, s, p, op, g, d)
-        except RuntimeError:  # an empty output: chainrule raises too
+        fc = F.conv_transpose1d if n == 1 else F.conv_transpose2d
+        # without torch: the definition (or its empty output), finite differences
+        sizes = [(L - 1) * si - 2 * pi + di * (ki - 1) + opi + 1
+                 for L, si, pi, di, ki, opi in zip(x.shape[-n:], s, p, d, k, op)]
+        if min(sizes) < 1:  # an empty output
             with pytest.raises(RuntimeError, match="Output size is too small"):
                 fc(t(x), t(w), None, s, p, op, g, d)
+            if TF is not None:
+                ft = TF.conv_transpose1d if n == 1 else TF.conv_transpose2d
+                with pytest.raises(RuntimeError):
+                    ft(torch.tensor(x), torch.tensor(w), None, s, p, op, g, d)
             continue
-        _compare(fc, ft, (x, w, b), s, p, op, g, d)
+        xb = x if x.ndim == n + 2 else x[None]
+        want = np_conv_transpose(xb, w, b, s, p, op, g, d)
+        got = fc(t(x), t(w), None if b is None else t(b), s, p, op, g, d).numpy()
+        np.testing.assert_allclose(got, want if x.ndim == n + 2 else want[0], rtol=1e-12,
+                                   atol=1e-12)
+        arrays = tuple(t(a, True) for a in (x, w) + (() if b is None else (b,)))
+        conv = functools.partial(lambda fc, a, x, w, b=None: fc(x, w, b, *a), fc,
+                                 (s, p, op, g, d))
+        assert gradcheck(conv, arrays, fast_mode=True)
+        if TF is not None:
+            ft = TF.conv_transpose1d if n == 1 else TF.conv_transpose2d
+            _compare(fc, ft, (x, w, b), s, p, op, g, d)
         done += 1
     assert done >= 20
 
 
-@needs_torch
-def test_conv_transpose_modules_vs_torch():
-    for cls, shape, kw, size in (
-            ("ConvTranspose1d", (2, 4, 5), dict(stride=3, padding=1, groups=2), (14,)),
+def test_conv_transpose_modules_vs_definition_and_torch():
+    for cls, shape, kw, size, text in (
+            ("ConvTranspose1d", (2, 4, 5), dict(stride=3, padding=1, groups=2), (14,),
+             "ConvTranspose1d(4, 6, kernel_size=(3,), stride=(3,), padding=(1,), groups=2)"),
             ("ConvTranspose2d", (2, 2, 3, 4), dict(stride=(2, 1), dilation=(1, 2),
-                                                   output_padding=(1, 0)), None)):
-        tm = getattr(torch.nn, cls)(shape[1], 6, 3, **kw).double()
+                                                   output_padding=(1, 0)), None,
+             "ConvTranspose2d(2, 6, kernel_size=(3, 3), stride=(2, 1), dilation=(1, 2), "
+             "output_padding=(1, 0))")):
         cm = getattr(nn, cls)(shape[1], 6, 3, **kw)
+        assert repr(cm) == text
+        x = RNG.standard_normal(shape)
+        # without torch: the definition, output_size fixing the output padding (a 1-d
+        # output is (5 - 1) 3 - 2 + 2 + 1 = 13 long without it), finite differences
+        op = kw.get("output_padding", 0)
+        if size is not None:
+            op = tuple(o - ((L - 1) * kw["stride"] - 2 * kw["padding"] + 2 + 1)
+                       for o, L in zip(size, shape[2:]))
+            assert op == (1,)
+        want = np_conv_transpose(x, cm.weight.detach().numpy(), cm.bias.detach().numpy(),
+                                 kw.get("stride", 1), kw.get("padding", 0), op,
+                                 kw.get("groups", 1), kw.get("dilation", 1))
+        got = cm(t(x), output_size=size).detach().numpy()
+        assert got.shape[:2] == (shape[0], 6) and (size is None or got.shape[2:] == size)
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+        _gradcheck_module(cm, x, output_size=size)
+        if torch is None:
+            continue
+        tm = getattr(torch.nn, cls)(shape[1], 6, 3, **kw).double()
         cm.load_state_dict({k: cr.tensor(v.detach().numpy().copy())
                             for k, v in tm.state_dict().items()})
         assert repr(cm) == repr(tm)
-        x = RNG.standard_normal(shape)
         _compare(cm, tm, (x,), output_size=size)
         for (name, p), (_, tp) in zip(cm.named_parameters(), tm.named_parameters()):
             np.testing.assert_allclose(p.grad.numpy(), tp.grad.numpy(), rtol=1e-10,
                                        atol=1e-12, err_msg=name)
 
 
-@needs_torch
-def test_unfold_fold_vs_torch():
-    TF = torch.nn.functional
+def test_unfold_fold_vs_loops_and_torch():
+    TF = None if torch is None else torch.nn.functional
     x = RNG.standard_normal((2, 3, 7, 6))
     for k, d, p, s in ((2, 1, 0, 1), ((2, 3), (1, 2), 1, (2, 1)), (3, 1, 1, 2),
                        ((1, 2), 1, (0, 1), (3, 2))):
-        _compare(F.unfold, TF.unfold, (x,), k, d, p, s)
-        _compare(F.unfold, TF.unfold, (x[0],), k, d, p, s)
-        cols = TF.unfold(torch.tensor(x), k, d, p, s).numpy()
-        _compare(F.fold, TF.fold, (cols,), (7, 6), k, d, p, s)
-        _compare(F.fold, TF.fold, (cols[0],), (7, 6), k, d, p, s)
+        # without torch: the loops; each is the other's adjoint, so each one's gradient
+        # is the other applied to the cotangent
+        cols = np_unfold(x, k, d, p, s)
+        for batch in (slice(None), 0):  # batched and unbatched
+            xc = t(x[batch], True)
+            u = F.unfold(xc, k, d, p, s)
+            np.testing.assert_allclose(u.detach().numpy(), cols[batch], rtol=1e-12)
+            gu = RNG.standard_normal(cols.shape)
+            u.backward(t(gu[batch]))
+            np.testing.assert_allclose(xc.grad.numpy(), np_fold(gu, (7, 6), k, d, p, s)[batch],
+                                       rtol=1e-12, atol=1e-13)
+            cc = t(cols[batch], True)
+            f = F.fold(cc, (7, 6), k, d, p, s)
+            np.testing.assert_allclose(f.detach().numpy(),
+                                       np_fold(cols, (7, 6), k, d, p, s)[batch], rtol=1e-12,
+                                       atol=1e-13)
+            gf = RNG.standard_normal(x.shape)
+            f.backward(t(gf[batch]))
+            np.testing.assert_allclose(cc.grad.numpy(), np_unfold(gf, k, d, p, s)[batch],
+                                       rtol=1e-12)
+        if TF is not None:
+            _compare(F.unfold, TF.unfold, (x,), k, d, p, s)
+            _compare(F.unfold, TF.unfold, (x[0],), k, d, p, s)
+            tcols = TF.unfold(torch.tensor(x), k, d, p, s).numpy()
+            _compare(F.fold, TF.fold, (tcols,), (7, 6), k, d, p, s)
+            _compare(F.fold, TF.fold, (tcols[0],), (7, 6), k, d, p, s)
 
 
-@needs_torch
-def test_interpolate_vs_torch():
-    TF = torch.nn.functional
+def test_interpolate_vs_definition_and_torch():
+    TF = None if torch is None else torch.nn.functional
+    count = 0
     for L in (1, 3, 4, 7):
         x = RNG.standard_normal((2, 2, L))
         for mode in ("nearest", "nearest-exact", "linear", "area"):
@@ -468,15 +664,41 @@ def test_interpolate_vs_torch():
                 if int(L * kw.get("scale_factor", 1)) < 1:
                     continue
                 for ac in ((None,) if mode != "linear" else (False, True)):
-                    _compare(F.interpolate, TF.interpolate, (x,), mode=mode, align_corners=ac,
-                             **kw)
+                    # without torch: the definition as a matrix (values and gradient)
+                    mats = _interp_matrices(x.shape, mode, ac, **kw)
+                    _check_linear_op(functools.partial(F.interpolate, mode=mode,
+                                                       align_corners=ac, **kw), x, mats)
+                    count += 1
+                    if TF is not None:
+                        _compare(F.interpolate, TF.interpolate, (x,), mode=mode,
+                                 align_corners=ac, **kw)
+    # 11 sizes / scale factors for each of the 4 lengths, less the two L = 1 can't shrink
+    # by; four modes, linear twice (align_corners False and True)
+    assert count == (4 * 11 - 2) * (3 + 2)
     x = RNG.standard_normal((2, 2, 3, 5))
     for mode in ("nearest", "nearest-exact", "bilinear", "area"):
         for kw in (dict(size=(5, 3)), dict(size=7), dict(scale_factor=(1.5, 0.6)),
                    dict(scale_factor=2.3),
                    dict(scale_factor=(1.7, 2), recompute_scale_factor=True)):
             for ac in ((None,) if mode != "bilinear" else (False, True)):
-                _compare(F.interpolate, TF.interpolate, (x,), mode=mode, align_corners=ac, **kw)
+                mats = _interp_matrices(x.shape, mode, ac, **kw)
+                _check_linear_op(functools.partial(F.interpolate, mode=mode, align_corners=ac,
+                                                   **kw), x, mats)
+                if TF is not None:
+                    _compare(F.interpolate, TF.interpolate, (x,), mode=mode, align_corners=ac,
+                             **kw)
+    for cm, text, mats in (
+            (nn.Upsample(scale_factor=2, mode="bilinear"),
+             "Upsample(scale_factor=2.0, mode='bilinear')",
+             _interp_matrices(x.shape, "bilinear", False, scale_factor=2)),
+            (nn.UpsamplingNearest2d(size=(4, 7)), "UpsamplingNearest2d(size=(4, 7), "
+             "mode='nearest')", _interp_matrices(x.shape, "nearest", size=(4, 7))),
+            (nn.UpsamplingBilinear2d(size=4), "UpsamplingBilinear2d(size=4, mode='bilinear')",
+             _interp_matrices(x.shape, "bilinear", True, size=4))):
+        assert repr(cm) == text
+        _check_linear_op(cm, x, mats)
+    if TF is None:
+        return
     for m in (torch.nn.Upsample(scale_factor=2, mode="bilinear"),
               torch.nn.UpsamplingNearest2d(size=(4, 7)), torch.nn.UpsamplingBilinear2d(size=4)):
         cm = getattr(nn, type(m).__name__)(**{k: getattr(m, k) for k in ("size", "scale_factor")
@@ -487,64 +709,147 @@ def test_interpolate_vs_torch():
         _compare(cm, m, (x,))
 
 
-@needs_torch
 def test_interpolate_nearest_1d_where_torch_backward_disagrees_with_its_forward():
     """1-d 'nearest' with a scale factor whose output is as long as the input: PyTorch's
     forward picks floor(i / scale_factor) but its backward copies (a shortcut); chainrule's
     gradient is that of the forward it computes."""
     x = t([[[0.0, 1.0, 2.0]]], True)
     y = F.interpolate(x, scale_factor=1.2)
-    ty = torch.nn.functional.interpolate(torch.tensor([[[0.0, 1.0, 2.0]]]), scale_factor=1.2)
-    assert y.detach().numpy().tolist() == ty.numpy().tolist() == [[[0.0, 0.0, 1.0]]]
+    # floor(3 * 1.2) = 3 outputs from sources floor(i / 1.2) = 0, 0, 1
+    assert y.detach().numpy().tolist() == [[[0.0, 0.0, 1.0]]]
+    if torch is not None:
+        ty = torch.nn.functional.interpolate(torch.tensor([[[0.0, 1.0, 2.0]]]),
+                                             scale_factor=1.2)
+        assert ty.numpy().tolist() == [[[0.0, 0.0, 1.0]]]
     y.backward(t([[[1.0, 10.0, 100.0]]]))
     assert x.grad.numpy().ravel().tolist() == [11.0, 100.0, 0.0]
 
 
-@needs_torch
-def test_instance_norm_vs_torch():
-    TF = torch.nn.functional
+def _np_instance_norm_module(x, kw, state, train):
+    """An InstanceNorm module's output and its state after the call, by the definition:
+    with track_running_stats in eval mode the running stats normalise, else each instance's
+    own (biased) statistics; training updates running = (1 - m) running + m stat (stat the
+    batch mean of the instances' means and unbiased variances; momentum None counts as 0,
+    as PyTorch's _InstanceNorm passes it); num_batches_tracked does not move."""
+    xb = x
+    dims = tuple(range(2, xb.ndim))
+    shape = (-1,) + (1,) * len(dims)
+    new = dict(state)
+    if kw.get("track_running_stats") and not train:
+        mu, var = state["running_mean"].reshape(shape), state["running_var"].reshape(shape)
+    else:
+        mu, var = xb.mean(dims, keepdims=True), xb.var(dims, keepdims=True)
+        if kw.get("track_running_stats"):
+            m = kw.get("momentum", 0.1) or 0.0
+            new["running_mean"] = (1 - m) * state["running_mean"] + m * xb.mean(dims).mean(0)
+            new["running_var"] = (1 - m) * state["running_var"] + \
+                m * xb.var(dims, ddof=1).mean(0)
+    y = (xb - mu) / np.sqrt(var + 1e-5)
+    if kw.get("affine"):
+        y = y * state["weight"].reshape(shape) + state["bias"].reshape(shape)
+    return y, new
+
+
+def test_instance_norm_vs_definition_and_torch():
+    TF = None if torch is None else torch.nn.functional
     x = RNG.standard_normal((3, 2, 4, 3))
     w, b = RNG.standard_normal(2), RNG.standard_normal(2)
-    _compare(F.instance_norm, TF.instance_norm, (x, None, None, w, b))
     rm, rv = RNG.standard_normal(2), RNG.random(2) + 0.5
-    _compare(lambda x, w: F.instance_norm(x, t(rm), t(rv), w, use_input_stats=False),
-             lambda x, w: TF.instance_norm(x, torch.tensor(rm), torch.tensor(rv), w,
-                                           use_input_stats=False), (x, w))
+    # without torch: the definitions, finite differences
+    np.testing.assert_allclose(F.instance_norm(t(x), None, None, t(w), t(b)).numpy(),
+                               _np_instance_norm(x, w, b), rtol=1e-12, atol=1e-12)
+    assert gradcheck(lambda x, w, b: F.instance_norm(x, None, None, w, b),
+                     (t(x, True), t(w, True), t(b, True)), fast_mode=True)
+    fixed = lambda x, w: F.instance_norm(x, t(rm), t(rv), w, use_input_stats=False)  # noqa
+    np.testing.assert_allclose(fixed(t(x), t(w)).numpy(),
+                               (x - rm[:, None, None]) / np.sqrt(rv[:, None, None] + 1e-5)
+                               * w[:, None, None], rtol=1e-12)
+    assert gradcheck(fixed, (t(x, True), t(w, True)), fast_mode=True)
+    if TF is not None:
+        _compare(F.instance_norm, TF.instance_norm, (x, None, None, w, b))
+        _compare(fixed, lambda x, w: TF.instance_norm(x, torch.tensor(rm), torch.tensor(rv), w,
+                                                      use_input_stats=False), (x, w))
     for cls, shape in (("InstanceNorm1d", (2, 3, 5)), ("InstanceNorm2d", (2, 3, 3, 4)),
                        ("InstanceNorm1d", (3, 5))):
         for kw in (dict(), dict(affine=True, track_running_stats=True, momentum=0.3),
                    dict(track_running_stats=True, momentum=None)):
-            tm = getattr(torch.nn, cls)(3, **kw).double()
             cm = getattr(nn, cls)(3, **kw)
-            assert repr(cm) == repr(tm)
-            cm.load_state_dict({k: cr.tensor(v.detach().numpy().copy())
-                                for k, v in tm.state_dict().items()})
+            text = (f"{cls}(3, eps=1e-05, momentum={kw.get('momentum', 0.1)}, "
+                    f"affine={kw.get('affine', False)}, bias={kw.get('affine', False)}, "
+                    f"track_running_stats={kw.get('track_running_stats', False)})")
+            assert repr(cm) == text
+            tm = None
+            if torch is not None:
+                tm = getattr(torch.nn, cls)(3, **kw).double()
+                assert repr(cm) == repr(tm)
+            state = {k: v.detach().numpy().copy() for k, v in cm.state_dict().items()}
+            if kw.get("affine"):  # affine parameters away from 1 and 0
+                state["weight"], state["bias"] = RNG.standard_normal(3), RNG.standard_normal(3)
+            if tm is not None:
+                tm.load_state_dict({k: torch.tensor(v) for k, v in state.items()})
+            cm.load_state_dict({k: cr.tensor(v) for k, v in state.items()})
             for train in (True, False):
                 cm.train(train)
-                tm.train(train)
-                _compare(cm, tm, (RNG.standard_normal(shape),))
-                for name, v in tm.state_dict().items():
-                    np.testing.assert_allclose(cm.state_dict()[name].detach().numpy(),
-                                               v.detach().numpy(), rtol=1e-12, err_msg=name)
+                xi = RNG.standard_normal(shape)
+                unbatched = len(shape) == 2
+                want, state = _np_instance_norm_module(xi[None] if unbatched else xi, kw,
+                                                       state, train)
+                before = {k: v.detach().clone() for k, v in cm.state_dict().items()}
+                np.testing.assert_allclose(cm(t(xi)).detach().numpy(),
+                                           want[0] if unbatched else want, rtol=1e-12,
+                                           atol=1e-12)
+                for name, v in cm.state_dict().items():
+                    np.testing.assert_allclose(v.detach().numpy(), state[name], rtol=1e-12,
+                                               err_msg=name)
+                _gradcheck_module(copy.deepcopy(cm), xi)  # (it moves the copy's stats)
+                if tm is not None:  # one call each from the same state
+                    tm.train(train)
+                    cm.load_state_dict(before)
+                    _compare(cm, tm, (xi,))
+                    for name, v in tm.state_dict().items():
+                        np.testing.assert_allclose(cm.state_dict()[name].detach().numpy(),
+                                                   v.detach().numpy(), rtol=1e-12,
+                                                   err_msg=name)
 
 
-@needs_torch
-def test_conv_padding_modes_vs_torch():
-    for mode in ("reflect", "replicate", "circular"):
-        for cls, shape, kw in (("Conv1d", (2, 2, 6), dict(padding=2, stride=2)),
-                               ("Conv1d", (2, 5), dict(padding="same", dilation=2)),
-                               ("Conv2d", (2, 2, 4, 5), dict(padding=(1, 2), groups=2)),
-                               ("Conv2d", (2, 2, 4, 5), dict(padding="same"))):
-            tm = getattr(torch.nn, cls)(2, 4, (3, 2)[:1 if cls == "Conv1d" else 2],
-                                        padding_mode=mode, **kw).double()
-            cm = getattr(nn, cls)(2, 4, (3, 2)[:1 if cls == "Conv1d" else 2],
-                                  padding_mode=mode, **kw)
+def test_conv_padding_modes_vs_definition_and_torch():
+    for mode, np_mode in (("reflect", "reflect"), ("replicate", "edge"),
+                          ("circular", "wrap")):
+        for cls, shape, kw, pads, text in (
+                ("Conv1d", (2, 2, 6), dict(padding=2, stride=2), [(2, 2)],
+                 "kernel_size=(3,), stride=(2,), padding=(2,)"),
+                ("Conv1d", (2, 5), dict(padding="same", dilation=2), [(2, 2)],
+                 "kernel_size=(3,), stride=(1,), padding=same, dilation=(2,)"),
+                ("Conv2d", (2, 2, 4, 5), dict(padding=(1, 2), groups=2), [(1, 1), (2, 2)],
+                 "kernel_size=(3, 2), stride=(1, 1), padding=(1, 2), groups=2"),
+                # 'same' with kernel (3, 2): H padded (1, 1), W (0, 1)
+                ("Conv2d", (2, 2, 4, 5), dict(padding="same"), [(1, 1), (0, 1)],
+                 "kernel_size=(3, 2), stride=(1, 1), padding=same")):
+            k = (3, 2)[:1 if cls == "Conv1d" else 2]
+            cm = getattr(nn, cls)(2, 4, k, padding_mode=mode, **kw)
+            assert repr(cm) == f"{cls}(2, 4, {text}, padding_mode={mode})"
+            x = RNG.standard_normal(shape)
+            # without torch: the input padded by np.pad's mode, then a plain convolution
+            xb = x if x.ndim == len(k) + 2 else x[None]
+            xp = np.pad(xb, [(0, 0), (0, 0)] + pads, mode=np_mode)
+            want = np_conv(xp, cm.weight.detach().numpy(), cm.bias.detach().numpy(),
+                           stride=kw.get("stride", 1), dilation=kw.get("dilation", 1),
+                           groups=kw.get("groups", 1))
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                np.testing.assert_allclose(cm(t(x)).detach().numpy(),
+                                           want if x.ndim == xb.ndim else want[0], rtol=1e-12,
+                                           atol=1e-12)
+                _gradcheck_module(cm, x)
+            if torch is None:
+                continue
+            tm = getattr(torch.nn, cls)(2, 4, k, padding_mode=mode, **kw).double()
             cm.load_state_dict({k: cr.tensor(v.detach().numpy().copy())
                                 for k, v in tm.state_dict().items()})
             assert repr(cm) == repr(tm)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # torch's 'same' + even kernel warning
-                _compare(cm, tm, (RNG.standard_normal(shape),))
+                _compare(cm, tm, (x,))
             for (name, p), (_, tp) in zip(cm.named_parameters(), tm.named_parameters()):
                 np.testing.assert_allclose(p.grad.numpy(), tp.grad.numpy(), rtol=1e-10,
                                            atol=1e-12, err_msg=name)

@@ -1,7 +1,8 @@
 """Fractional max pooling: ``F.fractional_max_pool2d/3d`` (+ ``_with_indices``) and
-``nn.FractionalMaxPool2d/3d``: values by hand from given samples, gradients to the selected
-maxima, and (when PyTorch is installed) exact equality with PyTorch's values, indices,
-gradients and errors."""
+``nn.FractionalMaxPool2d/3d``: values by hand from given samples, a loop reference of
+PyTorch's interval rule and window maxima on random configurations (and its checks of the
+sizes), gradients to the selected maxima, and (when PyTorch is installed) exact equality
+with PyTorch's values, indices, gradients and errors."""
 
 from __future__ import annotations
 
@@ -19,7 +20,6 @@ try:
 except ImportError:
     torch = None
 
-needs_torch = pytest.mark.skipif(torch is None, reason="PyTorch is not installed")
 
 
 def _starts(u, n, m, k):
@@ -112,10 +112,65 @@ def test_errors(call, error):
         call()
 
 
+def _np_fractional(x, kernel, out, samples):
+    """Fractional max pooling by loops, as PyTorch's CPU kernel defines it: the window starts
+    of each spatial dim from ``_starts`` computed in the samples' dtype (2-d: the samples
+    are (W's, H's); 3-d: (T's, H's, W's)), then in each window (row-major) the first
+    maximum, or the last NaN. Returns (values, flat indices within the spatial plane)."""
+    n = len(kernel)
+    unbatched = x.ndim == n + 1
+    xb = x[None] if unbatched else x
+    sizes = xb.shape[2:]
+    order = (1, 0) if n == 2 else (0, 1, 2)
+    dt = samples.dtype.type
+    values = np.zeros(xb.shape[:2] + tuple(out), dtype=x.dtype)
+    indices = np.zeros(xb.shape[:2] + tuple(out), dtype=np.int64)
+    for b, c in np.ndindex(*xb.shape[:2]):
+        starts = []
+        for d in range(n):
+            size, m, k, u = sizes[d], out[d], kernel[d], samples[b, c, order[d]]
+            if m == 0:
+                starts.append([])
+            elif m == 1:
+                starts.append([size - k])
+            else:
+                alpha = dt(size - k) / dt(m - 1)
+                starts.append([int((dt(i) + u) * alpha) - int(u * alpha)
+                               for i in range(m - 1)] + [size - k])
+        for pos in np.ndindex(*out):
+            first = tuple(starts[d][pos[d]] for d in range(n))
+            best, where = -np.inf, first
+            for tap in np.ndindex(*kernel):
+                at = tuple(f + t for f, t in zip(first, tap))
+                v = xb[(b, c) + at]
+                if v > best or np.isnan(v):
+                    best, where = v, at
+            values[(b, c) + pos] = best
+            indices[(b, c) + pos] = np.ravel_multi_index(where, sizes)
+    if unbatched:
+        return values[0], indices[0]
+    return values, indices
+
+
+def _too_large(sizes, kernel, out):
+    """The words of PyTorch's check of a pool too large for the output size, or None: 2-d
+    wants out + k - 1 <= size, 3-d (checked in the order time, width, height) < size."""
+    n = len(kernel)
+    words = ("height", "width") if n == 2 else ("time", "height", "width")
+    for d in (0, 1) if n == 2 else (0, 2, 1):
+        last = out[d] + kernel[d] - 1
+        if last > sizes[d] or (n == 3 and last == sizes[d]):
+            return f"pool {words[d]} {kernel[d]} too large relative to input {words[d]} " \
+                   f"{sizes[d]}"
+    return None
+
+
 def _both(fn_name, x, *args, **kwargs):
+    """chainrule's and (when installed) PyTorch's results (or exceptions)."""
     samples = kwargs.pop("_random_samples")
     out = []
-    for lib, F_ in ((cr, F), (torch, torch.nn.functional)):
+    libs = ((cr, F),) + (((torch, torch.nn.functional),) if torch is not None else ())
+    for lib, F_ in libs:
         try:
             out.append(getattr(F_, fn_name)(lib.tensor(x), *args, return_indices=True,
                                             _random_samples=lib.tensor(samples), **kwargs))
@@ -124,9 +179,9 @@ def _both(fn_name, x, *args, **kwargs):
     return out
 
 
-@needs_torch
-def test_against_torch_values_and_indices():
+def test_random_configs_against_loops_and_torch():
     rng = np.random.default_rng(1)
+    checked = raised = 0
     for trial in range(120):
         n = 2 + trial % 2
         dtype = np.float32 if trial % 3 == 0 else np.float64
@@ -141,40 +196,71 @@ def test_against_torch_values_and_indices():
         if trial % 11 == 0:
             x.flat[rng.integers(0, x.size, 3)] = np.nan
         samples = rng.random((batch, channels, n)).astype(dtype)
-        mine, theirs = _both(f"fractional_max_pool{n}d", x, kernel, out,
-                             _random_samples=samples)
-        if isinstance(theirs, Exception):
-            assert type(mine) is type(theirs) and str(mine) == str(theirs), trial
-            continue
-        assert np.array_equal(mine[0].numpy(), theirs[0].numpy(), equal_nan=True), trial
-        assert np.array_equal(mine[1].numpy(), theirs[1].numpy()), trial
+        mine, *theirs = _both(f"fractional_max_pool{n}d", x, kernel, out,
+                              _random_samples=samples)
+        # without torch: the loops, or the error PyTorch's checks give
+        words = _too_large(sizes, kernel, out)
+        if words is not None:
+            assert isinstance(mine, RuntimeError) and words in str(mine), trial
+            raised += 1
+        else:
+            values, indices = _np_fractional(x, kernel, out, samples)
+            assert mine[0].dtype == dtype and mine[1].dtype == np.int64
+            assert np.array_equal(mine[0].numpy(), values, equal_nan=True), trial
+            assert np.array_equal(mine[1].numpy(), indices), trial
+            checked += 1
+        if theirs:
+            theirs, = theirs
+            if isinstance(theirs, Exception):
+                assert type(mine) is type(theirs) and str(mine) == str(theirs), trial
+                continue
+            assert np.array_equal(mine[0].numpy(), theirs[0].numpy(), equal_nan=True), trial
+            assert np.array_equal(mine[1].numpy(), theirs[1].numpy()), trial
+    assert checked > 60 and raised > 20
 
 
-@needs_torch
-def test_against_torch_gradient_and_errors():
+def test_gradient_and_errors_against_loops_and_torch():
     rng = np.random.default_rng(2)
     x = rng.standard_normal((2, 3, 5, 6, 7))
     s = rng.random((2, 3, 3))
     g = rng.standard_normal((2, 3, 3, 2, 4))
-    tx = torch.tensor(x, requires_grad=True)
-    torch.nn.functional.fractional_max_pool3d(tx, 2, (3, 2, 4), _random_samples=torch.tensor(
-        s)).backward(torch.tensor(g))
     cx = cr.tensor(x, requires_grad=True)
     F.fractional_max_pool3d(cx, 2, (3, 2, 4), _random_samples=cr.tensor(s)).backward(
         cr.tensor(g))
-    np.testing.assert_allclose(cx.grad.numpy(), tx.grad.numpy(), rtol=0, atol=1e-10)
+    # without torch: each output's gradient lands on the maximum the loops select
+    _, idx = _np_fractional(x, (2, 2, 2), (3, 2, 4), s)
+    expected = np.zeros((2, 3, 5 * 6 * 7))
+    for b, c in np.ndindex(2, 3):
+        np.add.at(expected[b, c], idx[b, c].ravel(), g[b, c].ravel())
+    np.testing.assert_allclose(cx.grad.numpy(), expected.reshape(x.shape), rtol=0, atol=1e-12)
+    if torch is not None:
+        tx = torch.tensor(x, requires_grad=True)
+        torch.nn.functional.fractional_max_pool3d(
+            tx, 2, (3, 2, 4), _random_samples=torch.tensor(s)).backward(torch.tensor(g))
+        np.testing.assert_allclose(cx.grad.numpy(), tx.grad.numpy(), rtol=0, atol=1e-10)
     x = rng.standard_normal((2, 3, 7, 6))
-    for kwargs in ({"kernel_size": 5, "output_size": 4}, {"kernel_size": 2, "output_size": 8},
-                   {"kernel_size": (2, 2, 2), "output_size": 3},
-                   {"kernel_size": 2, "output_size": (3, 3, 3)}):
-        mine, theirs = _both("fractional_max_pool2d", x, _random_samples=rng.random((2, 3, 2)),
-                             **kwargs)
-        assert type(mine) is type(theirs) and str(mine) == str(theirs)
-    for samples in (rng.random((1, 3, 2)), rng.random((2, 2, 2)), rng.random((2, 3, 3)),
-                    rng.random((2, 3, 2)).astype(np.float32)):
-        mine, theirs = _both("fractional_max_pool2d", x, 2, 3, _random_samples=samples)
-        assert type(mine) is type(theirs) and str(mine) == str(theirs)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        t = torch.nn.FractionalMaxPool3d(2, output_size=(3, 4, 3), return_indices=True)
-    assert repr(nn.FractionalMaxPool3d(2, output_size=(3, 4, 3))) == repr(t)
+    # (what is wrong with each call, as PyTorch's checks say it)
+    for kwargs, words in (
+            ({"kernel_size": 5, "output_size": 4}, _too_large((7, 6), (5, 5), (4, 4))),
+            ({"kernel_size": 2, "output_size": 8}, _too_large((7, 6), (2, 2), (8, 8))),
+            ({"kernel_size": (2, 2, 2), "output_size": 3}, "kernel_size must either be"),
+            ({"kernel_size": 2, "output_size": (3, 3, 3)}, "output_size must either be")):
+        mine, *theirs = _both("fractional_max_pool2d", x,
+                              _random_samples=rng.random((2, 3, 2)), **kwargs)
+        assert isinstance(mine, RuntimeError) and words in str(mine)
+        if theirs:
+            assert type(mine) is type(theirs[0]) and str(mine) == str(theirs[0])
+    for samples, words in ((rng.random((1, 3, 2)), "size(0) no less then input batch size"),
+                           (rng.random((2, 2, 2)), "size(1) equals to input channel size"),
+                           (rng.random((2, 3, 3)), "size(2) equals to 2; got 3"),
+                           (rng.random((2, 3, 2)).astype(np.float32), "the same dtype")):
+        mine, *theirs = _both("fractional_max_pool2d", x, 2, 3, _random_samples=samples)
+        assert isinstance(mine, RuntimeError) and words in str(mine)
+        if theirs:
+            assert type(mine) is type(theirs[0]) and str(mine) == str(theirs[0])
+    assert repr(nn.FractionalMaxPool3d(2, output_size=(3, 4, 3))) == "FractionalMaxPool3d()"
+    if torch is not None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            t = torch.nn.FractionalMaxPool3d(2, output_size=(3, 4, 3), return_indices=True)
+        assert repr(nn.FractionalMaxPool3d(2, output_size=(3, 4, 3))) == repr(t)

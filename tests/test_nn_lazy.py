@@ -4,8 +4,10 @@
 ``nn.RNNCellBase``, ``nn.Container``, ``nn.NLLLoss2d``, ``torch.nn.modules.*``).
 
 Values without PyTorch: a lazy module after its first call equals the eager module built
-with the same seed. With PyTorch installed: reprs, state-dict keys, outputs with PyTorch's
-weights copied in (float64, 1e-10) and error types."""
+with the same seed, and with any state loaded computes what the eager module does (train
+and eval); before it, it prints as the eager module of size 0 with "Lazy" in front. With
+PyTorch installed also: reprs, state-dict keys, outputs with PyTorch's weights copied in
+(float64, 1e-10) and error types."""
 
 from __future__ import annotations
 
@@ -24,8 +26,6 @@ try:
     import torch
 except ImportError:
     torch = None
-
-needs_torch = pytest.mark.skipif(torch is None, reason="PyTorch is not installed")
 
 # (lazy constructor, eager constructor given the inferred size, input shape)
 CASES = {
@@ -236,22 +236,71 @@ def test_deprecated_names():
     assert loss(x, t).item() == nn.NLLLoss(ignore_index=1)(x, t).item()
 
 
-# --- against PyTorch ---------------------------------------------------------------------
+# --- against the eager modules and PyTorch -----------------------------------------------
 
-@needs_torch
+def _random_state(module):
+    """Random values of the shapes of ``module``'s state (variances positive), the step
+    counter kept."""
+    rng = np.random.default_rng(7)
+    state = {}
+    for k, v in module.state_dict().items():
+        if k.endswith("num_batches_tracked"):
+            state[k] = v
+        elif k.endswith("running_var"):
+            state[k] = cr.tensor(rng.random(tuple(v.shape)) + 0.5)
+        else:
+            state[k] = cr.tensor(rng.standard_normal(tuple(v.shape)))
+    return state
+
+
 @pytest.mark.parametrize("name", CASES)
-def test_against_torch(name):
-    lazy_fn = CASES[name][0]
-    shape = CASES[name][2]
+def test_against_eager_and_torch(name):
+    lazy_fn, eager_fn, shape = CASES[name]
+    mine = lazy_fn()
+    # without torch: before the first call the lazy module prints as the eager module of
+    # size 0 with "Lazy" in front, and has its state-dict keys, parameters and buffers
+    # uninitialised (the step counter is a plain 0)
+    eager0 = eager_fn(0)
+    assert repr(mine) == "Lazy" + repr(eager0)
+    assert list(mine.state_dict()) == list(eager0.state_dict())
+    params = {k for k, _ in eager0.named_parameters()}
+    assert [repr(v) for v in mine.state_dict().values()] == [
+        "<UninitializedParameter>" if k in params else
+        repr(cr.tensor(0)) if k.endswith("num_batches_tracked") else "<UninitializedBuffer>"
+        for k in mine.state_dict()]
+    # after it, with any state loaded, it computes what the eager module does
+    x, y = np.random.default_rng(5).standard_normal((2, *shape))
+    uninitialized = mine.has_uninitialized_params()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        mine(cr.tensor(x))
+    eager = eager_fn(_inferred(name, shape))
+    # (with nothing to initialise the size stays 0)
+    assert repr(mine) == repr(eager if uninitialized else eager0)
+    state = _random_state(eager)
+    mine.load_state_dict(state)
+    eager.load_state_dict(state)
+    for mode in ("train", "eval"):
+        getattr(mine, mode)()
+        getattr(eager, mode)()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            np.testing.assert_allclose(mine(cr.tensor(y)).detach().numpy(),
+                                       eager(cr.tensor(y)).detach().numpy(), rtol=1e-12,
+                                       atol=1e-13)
+        for k, v in eager.state_dict().items():
+            np.testing.assert_allclose(mine.state_dict()[k].numpy(), v.numpy(), rtol=1e-12,
+                                       err_msg=k)
+    if torch is None:
+        return
+    mine = lazy_fn()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         theirs = eval("torch.nn." + _source(name))
-    mine = lazy_fn()
     assert repr(mine) == repr(theirs)
     assert list(mine.state_dict()) == list(theirs.state_dict())
     assert [repr(v) for v in mine.state_dict().values()] == \
         [repr(v) for v in theirs.state_dict().values()]
-    x, y = np.random.default_rng(5).standard_normal((2, *shape))
     theirs = theirs.double()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -284,31 +333,41 @@ def _source(name):
     raise AssertionError(name)
 
 
-@needs_torch
-def test_errors_against_torch():
+def test_errors_and_signatures_against_torch():
+    import inspect
+
+    # (the exception types PyTorch documents / raises for each misuse)
     cases = [
-        lambda nn_, lib: nn_.LazyLinear(3).weight.shape,
-        lambda nn_, lib: nn_.LazyLinear(3).weight + 1,
-        lambda nn_, lib: nn_.LazyConv2d(3, 2)(lib.ones(3)),
-        lambda nn_, lib: nn_.LazyConv2d(4, 2, groups=2)(lib.ones(1, 3, 4, 4)),
-        lambda nn_, lib: nn_.LazyBatchNorm2d()(lib.ones(3, 3)),
-        lambda nn_, lib: nn_.Linear(2, 3).load_state_dict(nn_.LazyLinear(3).state_dict()),
-        lambda nn_, lib: nn_.modules.lazy.LazyModuleMixin.initialize_parameters(
-            nn_.LazyLinear(3)),
+        (lambda nn_, lib: nn_.LazyLinear(3).weight.shape, RuntimeError),
+        (lambda nn_, lib: nn_.LazyLinear(3).weight + 1, ValueError),
+        (lambda nn_, lib: nn_.LazyConv2d(3, 2)(lib.ones(3)), RuntimeError),
+        (lambda nn_, lib: nn_.LazyConv2d(4, 2, groups=2)(lib.ones(1, 3, 4, 4)), ValueError),
+        (lambda nn_, lib: nn_.LazyBatchNorm2d()(lib.ones(3, 3)), ValueError),
+        (lambda nn_, lib: nn_.Linear(2, 3).load_state_dict(nn_.LazyLinear(3).state_dict()),
+         RuntimeError),
+        (lambda nn_, lib: nn_.modules.lazy.LazyModuleMixin.initialize_parameters(
+            nn_.LazyLinear(3)), NotImplementedError),
     ]
-    for case in cases:
-        errors = []
-        for nn_, lib in ((nn, cr), (torch.nn, torch)):
+    libs = ((nn, cr),) + (((torch.nn, torch),) if torch is not None else ())
+    for case, error in cases:
+        for nn_, lib in libs:
             with pytest.raises(Exception) as info:
                 case(nn_, lib)
-            errors.append(info.type)
-        assert errors[0] is errors[1], case
+            assert info.type is error, (case, nn_)
+    assert repr(nn.UninitializedParameter()) == "<UninitializedParameter>"
+    assert repr(nn.UninitializedBuffer()) == "<UninitializedBuffer>"
+    # the constructors' parameters as PyTorch documents them
+    assert list(inspect.signature(nn.RNNCellBase).parameters) == [
+        "input_size", "hidden_size", "bias", "num_chunks", "device", "dtype"]
+    assert list(inspect.signature(nn.RNNBase).parameters) == [
+        "mode", "input_size", "hidden_size", "num_layers", "bias", "batch_first", "dropout",
+        "bidirectional", "proj_size", "device", "dtype"]
+    if torch is None:
+        return
     t = torch.nn.UninitializedParameter()
     assert repr(nn.UninitializedParameter()) == repr(t)
     assert repr(nn.UninitializedBuffer()) == repr(torch.nn.UninitializedBuffer())
     for mine, theirs in ((nn.RNNCellBase, torch.nn.RNNCellBase), (nn.RNNBase, torch.nn.RNNBase),
                          (nn.NLLLoss2d, torch.nn.NLLLoss2d)):
-        import inspect
-
         assert list(inspect.signature(mine).parameters) == \
             list(inspect.signature(theirs).parameters)

@@ -19,8 +19,6 @@ try:
 except ImportError:
     torch = None
 
-needs_torch = pytest.mark.skipif(torch is None, reason="PyTorch not installed")
-
 
 def _linear(w, b=None):
     w = np.asarray(w, dtype=np.float64)
@@ -255,23 +253,33 @@ def test_a_custom_structured_method_needs_dim_in_a_container():
 # --- PyTorch's choice among ties --------------------------------------------------------
 
 
+def _assert_valid_topk(v, k, largest, pos):
+    """``pos`` holds k distinct positions whose values are the k largest (smallest) of
+    ``v``, NaN counting as larger than every number (as PyTorch's topk orders it)."""
+    assert len(set(pos.tolist())) == k == len(pos)
+    key = np.where(np.isnan(v), np.inf, v)
+    chosen, rest = key[pos], np.delete(key, pos)
+    if largest:
+        assert rest.size == 0 or chosen.min() >= rest.max()
+    else:
+        assert rest.size == 0 or chosen.max() <= rest.min()
+
+
 def test_topk_positions_on_ties_are_a_valid_selection():
     rng = np.random.default_rng(5)
     for n in (4, 10, 70, 300):
         v = rng.integers(0, 3, size=n).astype(float)
         for k in (1, n // 3, n // 2, n - 1):
             for largest in (False, True):
-                pos = _torch_topk_positions(v, k, largest)
-                assert len(set(pos.tolist())) == k
-                chosen, rest = v[pos], np.delete(v, pos)
-                if largest:
-                    assert rest.size == 0 or chosen.min() >= rest.max()
-                else:
-                    assert rest.size == 0 or chosen.max() <= rest.min()
+                _assert_valid_topk(v, k, largest, _torch_topk_positions(v, k, largest))
+    # distinct values: the positions of the k largest / smallest by sorting
+    v = rng.permutation(50).astype(float)
+    for k in (1, 7, 49):
+        assert np.array_equal(_torch_topk_positions(v, k, True), np.sort(np.argsort(v)[-k:]))
+        assert np.array_equal(_torch_topk_positions(v, k, False), np.sort(np.argsort(v)[:k]))
 
 
-@needs_torch
-def test_topk_positions_match_torch_on_ties_and_nan():
+def test_topk_positions_on_ties_and_nan_and_against_torch():
     rng = np.random.default_rng(6)
     count = 0
     for n in (3, 5, 8, 20, 64, 65, 130, 700, 3000):
@@ -283,14 +291,16 @@ def test_topk_positions_match_torch_on_ties_and_nan():
                 v = np.sort(v)[::-1].copy()
             for k in {1, max(1, n // 64), n // 64 + 1, n // 3, n - 1}:
                 for largest in (False, True):
-                    want = torch.topk(torch.tensor(v), k, largest=largest).indices.numpy()
                     got = _torch_topk_positions(v, k, largest)
-                    assert np.array_equal(np.sort(want), got), (n, k, largest)
+                    _assert_valid_topk(v, k, largest, got)  # without torch
+                    if torch is not None:  # which of the tied entries PyTorch picks
+                        want = torch.topk(torch.tensor(v), k, largest=largest).indices.numpy()
+                        assert np.array_equal(np.sort(want), got), (n, k, largest)
                     count += 1
     assert count > 300
 
 
-# --- against PyTorch --------------------------------------------------------------------
+# --- sequences of pruning steps, by hand and against PyTorch --------------------------------
 
 
 def _pair(tmod, cmod):
@@ -299,80 +309,210 @@ def _pair(tmod, cmod):
     return tmod, cmod
 
 
-@needs_torch
+def _count(amount, n):
+    """How many of n candidates an amount prunes: an int as is, a fraction rounded (half
+    to even)."""
+    return amount if isinstance(amount, int) else round(amount * n)
+
+
+def _check_unstructured(before, after, importance, amount):
+    """An unstructured step: among the entries still in (``before`` 1), the given number
+    left out, none of larger |importance| than an entry kept."""
+    assert ((after == 0) | (after == 1)).all() and (after <= before).all()
+    gone = (before == 1) & (after == 0)
+    assert gone.sum() == _count(amount, int(before.sum()))
+    kept = after == 1
+    if gone.any() and kept.any():
+        assert np.abs(importance[gone]).max() <= np.abs(importance[kept]).min()
+
+
+def _check_structured(before, after, importance, amount, n, dim):
+    """A structured step along ``dim``: among the channels not yet all pruned, the given
+    number zeroed as a whole (the rest of ``before`` kept), none of larger Ln norm of
+    ``importance`` (over the other dims) than a channel kept."""
+    dim = dim % before.ndim
+    other = tuple(i for i in range(before.ndim) if i != dim)
+    alive = before.sum(axis=other) != 0
+    gone = alive & (after.sum(axis=other) == 0)
+    assert gone.sum() == _count(amount, int(alive.sum()))
+    expected = np.moveaxis(before.copy(), dim, 0)
+    expected[gone] = 0
+    assert np.array_equal(after, np.moveaxis(expected, 0, dim))
+    a = np.abs(importance)
+    if n == float("inf"):
+        norms = a.max(axis=other)
+    elif n == float("-inf"):
+        norms = a.min(axis=other)
+    else:
+        norms = (a ** n).sum(axis=other) ** (1 / n)
+    kept = alive & ~gone
+    if gone.any() and kept.any():
+        assert norms[gone].max() <= norms[kept].min()
+
+
+CONV_STEPS = [  # (method, tensor, kwargs)
+    ("l1_unstructured", "weight", dict(amount=0.3)),
+    ("ln_structured", "weight", dict(amount=2, n=2, dim=0)),
+    ("l1_unstructured", "weight", dict(amount=7)),
+    ("ln_structured", "weight", dict(amount=0.5, n=float("-inf"), dim=1)),
+    ("ln_structured", "weight", dict(amount=1, n=1, dim=-1)),
+    ("l1_unstructured", "bias", dict(amount=2)),
+    ("custom_from_mask", "bias", dict(mask=[1, 0, 1, 1, 0, 1])),
+]
+
+
+def _np_conv_and_grads(x, w, b):
+    """A valid 3x3 convolution by sliding windows, and the gradients of sum(y^2) with
+    respect to w and b: 2 y correlated with the windows, and 2 y summed."""
+    win = np.lib.stride_tricks.sliding_window_view(x, (3, 3), axis=(2, 3))
+    y = np.einsum("ncijab,ocab->noij", win, w) + b[:, None, None]
+    return y, np.einsum("noij,ncijab->ocab", 2 * y, win), 2 * y.sum((0, 2, 3))
+
+
 @pytest.mark.parametrize("tied", [False, True])
-def test_masks_values_and_gradients_match_torch(tied):
+def test_masks_values_and_gradients_by_hand_and_torch(tied):
     rng = np.random.default_rng(7 + tied)
-    tm = torch.nn.Conv2d(4, 6, 3, dtype=torch.float64)
     cm = nn.Conv2d(4, 6, 3)
+    tm = None if torch is None else torch.nn.Conv2d(4, 6, 3, dtype=torch.float64)
     if tied:  # few distinct magnitudes: the choice among equal values decides the mask
-        with torch.no_grad():
-            tm.weight.copy_(torch.tensor(rng.integers(-2, 3, size=(6, 4, 3, 3)) * 0.5))
-            tm.bias.zero_()
-    _pair(tm, cm)
-    for lib, mod, m in ((torch, tprune, tm), (cr, prune, cm)):
-        mod.l1_unstructured(m, "weight", amount=0.3)
-        mod.ln_structured(m, "weight", amount=2, n=2, dim=0)
-        mod.l1_unstructured(m, "weight", amount=7)
-        mod.ln_structured(m, "weight", amount=0.5, n=float("-inf"), dim=1)
-        mod.ln_structured(m, "weight", amount=1, n=1, dim=-1)
-        mod.l1_unstructured(m, "bias", amount=2)
-        mod.custom_from_mask(m, "bias", mask=lib.tensor([1, 0, 1, 1, 0, 1]))
-    assert list(tm.state_dict()) == list(cm.state_dict())
-    assert [n for n, _ in tm.named_buffers()] == [n for n, _ in cm.named_buffers()]
-    for name in ("weight_mask", "bias_mask"):
-        assert np.array_equal(getattr(tm, name).numpy(), getattr(cm, name).numpy()), name
+        w = rng.integers(-2, 3, size=(6, 4, 3, 3)) * 0.5
+        with cr.no_grad():
+            cm.weight.copy_(cr.tensor(w))
+            cm.bias.zero_()
+        if tm is not None:
+            with torch.no_grad():
+                tm.weight.copy_(torch.tensor(w))
+                tm.bias.zero_()
+    if tm is not None:
+        _pair(tm, cm)
+    orig = {k: getattr(cm, k).detach().numpy().copy() for k in ("weight", "bias")}
+    # without torch: each step a valid choice, the parameter its orig times its mask
+    for method, name, kw in CONV_STEPS:
+        pruned = hasattr(cm, name + "_mask")
+        before = getattr(cm, name + "_mask").numpy().copy() if pruned else \
+            np.ones_like(orig[name])
+        importance = orig[name] * before
+        ckw = {**kw, "mask": cr.tensor(kw["mask"])} if "mask" in kw else kw
+        getattr(prune, method)(cm, name, **ckw)
+        after = getattr(cm, name + "_mask").numpy()
+        if method == "l1_unstructured":
+            _check_unstructured(before, after, importance, kw["amount"])
+        elif method == "ln_structured":
+            _check_structured(before, after, importance, **kw)
+        else:
+            assert np.array_equal(after, before * np.array(kw["mask"]))
+        assert np.array_equal(getattr(cm, name).detach().numpy(), orig[name] * after)
+        if tm is not None:
+            tkw = {**kw, "mask": torch.tensor(kw["mask"])} if "mask" in kw else kw
+            getattr(tprune, method)(tm, name, **tkw)
+    # each pruned parameter leaves its place and comes back at the end as <name>_orig
+    assert list(cm.state_dict()) == ["weight_orig", "bias_orig", "weight_mask", "bias_mask"]
+    wm, bm = cm.weight_mask.numpy(), cm.bias_mask.numpy()
     x = rng.standard_normal((2, 4, 5, 5))
-    yt, yc = tm(torch.tensor(x)), cm(cr.tensor(x))
-    np.testing.assert_allclose(yc.detach().numpy(), yt.detach().numpy(), atol=1e-10)
-    yt.square().sum().backward()
+    yc = cm(cr.tensor(x))
+    want, gw, gb = _np_conv_and_grads(x, orig["weight"] * wm, orig["bias"] * bm)
+    np.testing.assert_allclose(yc.detach().numpy(), want, rtol=1e-12, atol=1e-12)
     yc.square().sum().backward()
-    for name in ("weight_orig", "bias_orig"):
-        np.testing.assert_allclose(getattr(cm, name).grad.numpy(),
-                                   getattr(tm, name).grad.numpy(), atol=1e-10)
-    # a pruned PyTorch state dict loads into a pruned chainrule module
+    np.testing.assert_allclose(cm.weight_orig.grad.numpy(), wm * gw, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(cm.bias_orig.grad.numpy(), bm * gb, rtol=1e-12, atol=1e-12)
+    # a pruned state dict loads into a pruned module
     fresh = prune.identity(prune.identity(nn.Conv2d(4, 6, 3), "weight"), "bias")
-    fresh.load_state_dict({k: cr.tensor(v.numpy()) for k, v in tm.state_dict().items()})
-    np.testing.assert_allclose(fresh(cr.tensor(x)).detach().numpy(), yt.detach().numpy(),
-                               atol=1e-10)
-    for mod, m in ((tprune, tm), (prune, cm)):
-        mod.remove(m, "weight")
-        mod.remove(m, "bias")
-    assert list(tm.state_dict()) == list(cm.state_dict()) == ["weight", "bias"]
-    assert np.array_equal(tm.weight.detach().numpy(), cm.weight.detach().numpy())
+    fresh.load_state_dict(cm.state_dict())
+    np.testing.assert_allclose(fresh(cr.tensor(x)).detach().numpy(), want, rtol=1e-12,
+                               atol=1e-12)
+    if tm is not None:
+        assert list(tm.state_dict()) == list(cm.state_dict())
+        assert [n for n, _ in tm.named_buffers()] == [n for n, _ in cm.named_buffers()]
+        for name in ("weight_mask", "bias_mask"):
+            assert np.array_equal(getattr(tm, name).numpy(), getattr(cm, name).numpy()), name
+        yt = tm(torch.tensor(x))
+        np.testing.assert_allclose(yc.detach().numpy(), yt.detach().numpy(), atol=1e-10)
+        yt.square().sum().backward()
+        for name in ("weight_orig", "bias_orig"):
+            np.testing.assert_allclose(getattr(cm, name).grad.numpy(),
+                                       getattr(tm, name).grad.numpy(), atol=1e-10)
+        # a pruned PyTorch state dict loads into a pruned chainrule module
+        fresh.load_state_dict({k: cr.tensor(v.numpy()) for k, v in tm.state_dict().items()})
+        np.testing.assert_allclose(fresh(cr.tensor(x)).detach().numpy(), yt.detach().numpy(),
+                                   atol=1e-10)
+        tprune.remove(tm, "weight")
+        tprune.remove(tm, "bias")
+    prune.remove(cm, "weight")
+    prune.remove(cm, "bias")
+    assert list(cm.state_dict()) == ["weight", "bias"]
+    assert np.array_equal(cm.weight.detach().numpy(), orig["weight"] * wm)
+    if tm is not None:
+        assert list(tm.state_dict()) == list(cm.state_dict())
+        assert np.array_equal(tm.weight.detach().numpy(), cm.weight.detach().numpy())
 
 
-@needs_torch
 @pytest.mark.parametrize("tied", [False, True])
-def test_global_unstructured_matches_torch(tied):
+def test_global_unstructured_by_hand_and_torch(tied):
     rng = np.random.default_rng(9 + tied)
-    tnet = torch.nn.Sequential(torch.nn.Linear(6, 5), torch.nn.Linear(5, 3)).double()
     cnet = nn.Sequential(nn.Linear(6, 5), nn.Linear(5, 3))
+    tnet = None
+    if torch is not None:
+        tnet = torch.nn.Sequential(torch.nn.Linear(6, 5), torch.nn.Linear(5, 3)).double()
     if tied:
-        with torch.no_grad():
-            for p in tnet.parameters():
-                p.copy_(torch.tensor(rng.integers(-1, 2, size=tuple(p.shape)) * 1.0))
-    _pair(tnet, cnet)
-    tprune.l1_unstructured(tnet[0], "weight", 4)
+        for k, p in cnet.named_parameters():
+            v = rng.integers(-1, 2, size=tuple(p.shape)) * 1.0
+            with cr.no_grad():
+                p.copy_(cr.tensor(v))
+            if tnet is not None:
+                with torch.no_grad():
+                    tnet.get_parameter(k).copy_(torch.tensor(v))
+    if tnet is not None:
+        _pair(tnet, cnet)
+    targets = [(0, "weight"), (1, "weight"), (1, "bias")]
+    orig = [getattr(cnet[i], name).detach().numpy().copy() for i, name in targets]
+
+    def masks():
+        return [getattr(cnet[i], name + "_mask").numpy().copy()
+                if hasattr(cnet[i], name + "_mask") else np.ones_like(o)
+                for (i, name), o in zip(targets, orig)]
+
+    def flat(arrays):
+        return np.concatenate([a.ravel() for a in arrays])
+
+    # without torch: each step a valid choice, over one tensor and then over all three
+    before = masks()
     prune.l1_unstructured(cnet[0], "weight", 4)
-    for mod, net in ((tprune, tnet), (prune, cnet)):
-        params = [(net[0], "weight"), (net[1], "weight"), (net[1], "bias")]
-        mod.global_unstructured(params, pruning_method=mod.L1Unstructured, amount=0.4)
-        mod.global_unstructured(params, pruning_method=mod.L1Unstructured, amount=3)
+    _check_unstructured(before[0], masks()[0], orig[0], 4)
+    for amount in (0.4, 3):
+        before = masks()
+        prune.global_unstructured([(cnet[i], name) for i, name in targets],
+                                  pruning_method=prune.L1Unstructured, amount=amount)
+        after = masks()
+        _check_unstructured(flat(before), flat(after), flat(orig) * flat(before), amount)
+        for (i, name), o, m in zip(targets, orig, after):
+            assert np.array_equal(getattr(cnet[i], name).detach().numpy(), o * m)
+    if tnet is None:
+        return
+    tprune.l1_unstructured(tnet[0], "weight", 4)
+    params = [(tnet[0], "weight"), (tnet[1], "weight"), (tnet[1], "bias")]
+    tprune.global_unstructured(params, pruning_method=tprune.L1Unstructured, amount=0.4)
+    tprune.global_unstructured(params, pruning_method=tprune.L1Unstructured, amount=3)
     tsd, csd = tnet.state_dict(), cnet.state_dict()
     assert list(tsd) == list(csd)
     for k in tsd:
         assert np.array_equal(tsd[k].numpy(), csd[k].numpy()), k
 
 
-@needs_torch
-def test_random_pruning_has_torch_sizes_and_keys():
-    for mod, lib in ((tprune, torch), (prune, cr)):
+def test_random_pruning_sizes_and_keys_as_torch():
+    libs = ((prune, cr),) + (((tprune, torch),) if torch is not None else ())
+    for mod, lib in libs:
         lib.manual_seed(0)
         m = lib.nn.Linear(10, 8)
         mod.random_unstructured(m, "weight", amount=0.35)
+        first = m.weight_mask.numpy().copy()
+        assert (first == 0).sum() == 28  # round(0.35 * 80)
         mod.random_structured(m, "weight", amount=3, dim=0)
         mask = m.weight_mask.numpy()
         assert list(m.state_dict()) == ["bias", "weight_orig", "weight_mask"]
+        # three more of the rows not yet all pruned zeroed, the others as they were
+        alive = first.sum(axis=1) != 0
+        gone = alive & (mask.sum(axis=1) == 0)
+        assert gone.sum() == 3
+        assert np.array_equal(mask[~gone], first[~gone])
         assert (mask.sum(axis=1) == 0).sum() >= 3
         assert (mask == 0).sum() >= 28

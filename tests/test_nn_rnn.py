@@ -10,6 +10,11 @@ import pytest
 import chainrule as cr
 from chainrule import nn
 
+try:
+    import torch
+except ImportError:
+    torch = None
+
 RNG = np.random.default_rng(2024)
 
 # (chainrule / torch class name, constructor kwargs, gate formulas of _np_step)
@@ -306,35 +311,63 @@ def _run_both(torch, cmod, tmod, x, states):
     return couts
 
 
+def _gradcheck_all(m, x, states):
+    """Finite differences (one random projection each) for the input, the initial states
+    and every parameter, through functional_call."""
+    names = [n for n, _ in m.named_parameters()]
+    params = [p.detach().clone().requires_grad_() for p in m.parameters()]
+    k = len(states)
+
+    def f(x, *rest):
+        hs, ps = rest[:k], rest[k:]
+        hx = tuple(hs) if k == 2 else hs[0]
+        return _flat(nn.functional_call(m, dict(zip(names, ps)), (x, hx)))
+
+    args = [cr.tensor(a, requires_grad=True) for a in (x, *states)]
+    assert cr.autograd.gradcheck(f, (*args, *params), fast_mode=True)
+
+
 @pytest.mark.parametrize("name", LAYERS)
-def test_layer_against_torch(name):
-    torch = pytest.importorskip("torch")
+def test_layer_against_reference_and_torch(name):
     cls, extra, mode = LAYERS[name]
     kw = dict(input_size=3, hidden_size=4, num_layers=2, bidirectional=True, batch_first=True,
               **extra)
-    tmod = getattr(torch.nn, cls)(**kw, dtype=torch.float64)
     cmod = getattr(nn, cls)(**kw)
-    with cr.no_grad():  # copy torch's values by name
-        for n, p in tmod.named_parameters():
-            getattr(cmod, n).copy_(cr.tensor(p.detach().numpy()))
+    tmod = None
+    if torch is not None:
+        tmod = getattr(torch.nn, cls)(**kw, dtype=torch.float64)
+        with cr.no_grad():  # copy torch's values by name
+            for n, p in tmod.named_parameters():
+                getattr(cmod, n).copy_(cr.tensor(p.detach().numpy()))
     x, states = RNG.standard_normal((2, 5, 3)), _states(cmod, 2, mode)
-    out = _run_both(torch, cmod, tmod, x, states)[0]
-    # without torch: the NumPy reference (time-major) of the same parameters
-    want, _ = _np_net(cmod, mode, x.transpose(1, 0, 2), states)
+    # without torch: the NumPy reference (time-major) of the same parameters, finite
+    # differences
+    want, want_h = _np_net(cmod, mode, x.transpose(1, 0, 2), states)
+    out, h = cmod(cr.tensor(x), _hx(states)[1])
     np.testing.assert_allclose(out.detach().numpy(), want.transpose(1, 0, 2), rtol=1e-12,
                                atol=1e-14)
+    for g, w in zip(_flat(h), want_h, strict=True):
+        np.testing.assert_allclose(g.detach().numpy(), w, rtol=1e-12, atol=1e-14)
+    _gradcheck_all(cmod, x, states)
+    if tmod is not None:
+        _run_both(torch, cmod, tmod, x, states)
 
 
 @pytest.mark.parametrize("name", CELLS)
-def test_cell_against_torch(name):
-    torch = pytest.importorskip("torch")
+def test_cell_against_reference_and_torch(name):
     cls, extra, mode = CELLS[name]
-    tmod = getattr(torch.nn, cls)(3, 4, **extra, dtype=torch.float64)
     cmod = getattr(nn, cls)(3, 4, **extra)
-    cmod.load_state_dict(tmod.state_dict())
+    tmod = None
+    if torch is not None:
+        tmod = getattr(torch.nn, cls)(3, 4, **extra, dtype=torch.float64)
+        cmod.load_state_dict(tmod.state_dict())
     x = RNG.standard_normal((2, 3))
     states = [RNG.standard_normal((2, 4)) for _ in range(1 + (mode == "LSTM"))]
-    out = _run_both(torch, cmod, tmod, x, states)[0]
-    # without torch: the gate formulas
+    # without torch: the gate formulas, finite differences
     want = _np_step(mode, x, states[0], states[-1], *_np_params(cmod))
-    np.testing.assert_allclose(out.detach().numpy(), want[0], rtol=1e-12, atol=1e-14)
+    got = _flat(cmod(cr.tensor(x), _hx(states)[1]))
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g.detach().numpy(), w, rtol=1e-12, atol=1e-14)
+    _gradcheck_all(cmod, x, states)
+    if tmod is not None:
+        _run_both(torch, cmod, tmod, x, states)

@@ -10,6 +10,11 @@ from chainrule import nn
 from chainrule.autograd import gradcheck, gradgradcheck
 from chainrule.nn.transformer import multi_head_attention_forward
 
+try:
+    import torch
+except ImportError:
+    torch = None
+
 RNG = np.random.default_rng(2024)
 
 
@@ -316,8 +321,49 @@ MHA_CASES = {
 }
 
 
+def _np_mha(m, q, k, v, attn_mask=None, key_padding_mask=None):
+    """MultiheadAttention by its definition, from the module's parameters: per-head
+    softmax(Q K^T / sqrt(head_dim) + mask) V, the heads concatenated, then out_proj. Bias
+    rows for K and V (add_bias_kv) and then zero rows (add_zero_attn) are appended to the
+    keys, masks padded with unmasked columns for them; a bool mask is -inf where True.
+    Returns (output, per-head weights (N, H, L, S'))."""
+    if m.batch_first:
+        q, k, v = (a.transpose(1, 0, 2) for a in (q, k, v))
+    E, H = m.embed_dim, m.num_heads
+    hd = E // H
+    if m.in_proj_weight is not None:
+        wq, wk, wv = np.split(_np(m.in_proj_weight), 3)
+    else:
+        wq, wk, wv = (_np(w) for w in (m.q_proj_weight, m.k_proj_weight, m.v_proj_weight))
+    bq, bk, bv = np.split(_np(m.in_proj_bias), 3) if m.in_proj_bias is not None else (0, 0, 0)
+    Q, K, V = q @ wq.T + bq, k @ wk.T + bk, v @ wv.T + bv
+    L, N, S = q.shape[0], q.shape[1], k.shape[0]
+    scores_mask = np.zeros((N, H, L, S))
+    if attn_mask is not None:
+        add = np.where(attn_mask, -np.inf, 0.0) if attn_mask.dtype == bool else attn_mask
+        scores_mask = scores_mask + (add if add.ndim == 2 else add.reshape(N, H, L, S))
+    if key_padding_mask is not None:
+        scores_mask = scores_mask + np.where(key_padding_mask, -np.inf, 0.0)[:, None, None]
+    extra = []
+    if m.bias_k is not None:
+        K = np.concatenate([K, np.broadcast_to(_np(m.bias_k), (1, N, E))])
+        V = np.concatenate([V, np.broadcast_to(_np(m.bias_v), (1, N, E))])
+        extra.append(0.0)
+    Qh, Kh, Vh = (a.reshape(a.shape[0], N, H, hd).transpose(1, 2, 0, 3) for a in (Q, K, V))
+    if m.add_zero_attn:
+        Kh = np.concatenate([Kh, np.zeros((N, H, 1, hd))], 2)
+        Vh = np.concatenate([Vh, np.zeros((N, H, 1, hd))], 2)
+        extra.append(0.0)
+    scores_mask = np.concatenate([scores_mask] + [np.zeros((N, H, L, 1))] * len(extra), -1)
+    A = _softmax(Qh @ Kh.transpose(0, 1, 3, 2) / np.sqrt(hd) + scores_mask)
+    out = (A @ Vh).transpose(2, 0, 1, 3).reshape(L, N, E)
+    out = out @ _np(m.out_proj.weight).T + (0.0 if m.out_proj.bias is None
+                                            else _np(m.out_proj.bias))
+    return (out.transpose(1, 0, 2) if m.batch_first else out), A
+
+
 @pytest.mark.parametrize("case", list(MHA_CASES))
-def test_multihead_attention_against_torch(case):
+def test_multihead_attention_against_definition_and_torch(case):
     kw, mask_kinds = MHA_CASES[case]
     E, H, L, S, N = 6, 3, 4, 5, 2
     bf = kw.get("batch_first", False)
@@ -330,13 +376,23 @@ def test_multihead_attention_against_torch(case):
              "float2": RNG.standard_normal((L, S)), "float3": RNG.standard_normal((N * H, L, S))}
     masks["bool"][:, 1] = False
     kwargs = {k: masks[v] for k, v in mask_kinds.items()}
-    cmod = nn.MultiheadAttention(E, H, **kw)
-    # without torch: averaged weights are distributions over S (+ appended positions)
-    w = cmod(*(cr.tensor(x) for x in inputs), **{k: cr.tensor(v) for k, v in kwargs.items()})[1]
+    cmod = _randomise(nn.MultiheadAttention(E, H, **kw))  # (biases away from 0)
+    # without torch: the definition; averaged weights are distributions over S (+ appended
+    # positions); finite differences for the inputs and every parameter
+    want_out, want_w = _np_mha(cmod, *inputs, **kwargs)
+    ckw = {k: cr.tensor(v) for k, v in kwargs.items()}
+    out, w = cmod(*(cr.tensor(x) for x in inputs), **ckw)
     extra = kw.get("add_bias_kv", False) + kw.get("add_zero_attn", False)
     assert w.shape == (N, L, S + extra)
     np.testing.assert_allclose(_np(w).sum(-1), 1.0, rtol=1e-12)
-    torch = pytest.importorskip("torch")
+    np.testing.assert_allclose(_np(out), want_out, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(_np(w), want_w.mean(1), rtol=1e-10, atol=1e-12)
+    w_heads = cmod(*(cr.tensor(x) for x in inputs), average_attn_weights=False, **ckw)[1]
+    np.testing.assert_allclose(_np(w_heads), want_w, rtol=1e-10, atol=1e-12)
+    f, args = _params_call(cmod, *(cr.tensor(x, requires_grad=True) for x in inputs), **ckw)
+    assert gradcheck(f, args, fast_mode=True)
+    if torch is None:
+        return
     torch.manual_seed(0)
     tmod = torch.nn.MultiheadAttention(E, H, dtype=torch.float64, **kw)
     for average in (True, False):
@@ -344,10 +400,33 @@ def test_multihead_attention_against_torch(case):
     _against_torch(torch, tmod, cmod, inputs, need_weights=False, **kwargs)
 
 
+def _np_mask(mask):
+    """A bool mask as the float one it stands for (-inf where True)."""
+    return np.where(mask, -np.inf, 0.0) if mask.dtype == bool else mask
+
+
+def _encoder_layer_blocks(layer, x, mask, kpm, activation):
+    """An encoder layer as its residual blocks (eval / dropout 0): self-attention with the
+    masks, then the feed-forward, each normalised before (norm_first) or after."""
+    act = {"relu": nn.functional.relu, "gelu": nn.functional.gelu}[activation]
+
+    def sa(y):
+        return layer.self_attn(y, y, y, attn_mask=mask, key_padding_mask=kpm)[0]
+
+    def ff(y):
+        return layer.linear2(act(layer.linear1(y)))
+
+    if layer.norm_first:
+        h = x + sa(layer.norm1(x))
+        return h + ff(layer.norm2(h))
+    h = layer.norm1(x + sa(x))
+    return layer.norm2(h + ff(h))
+
+
 @pytest.mark.filterwarnings("ignore:enable_nested_tensor")
 @pytest.mark.parametrize("norm_first, activation, train", [(False, "relu", True),
                                                            (True, "gelu", False)])
-def test_encoder_layer_against_torch(norm_first, activation, train):
+def test_encoder_layer_against_blocks_and_torch(norm_first, activation, train):
     kw = dict(norm_first=norm_first, activation=activation)
     cmod = nn.TransformerEncoderLayer(6, 2, 10, dropout=0.0 if train else 0.3, **kw)
     cmod.train(train)
@@ -355,7 +434,27 @@ def test_encoder_layer_against_torch(norm_first, activation, train):
     kpm = np.zeros((3, 4), bool)
     kpm[1, -1] = True
     _batch_of_one_is_unbatched(cmod, cr.tensor(x))
-    torch = pytest.importorskip("torch")
+    # without torch: the residual blocks with the masks (a bool causal mask and its float
+    # form the same); the stack is the layers in turn, then the final norm
+    _randomise(cmod)
+    src_mask = np.isinf(_causal(4))
+    out = cmod(cr.tensor(x), src_mask=cr.tensor(src_mask), src_key_padding_mask=cr.tensor(kpm))
+    want = _encoder_layer_blocks(cmod, cr.tensor(x), cr.tensor(_np_mask(src_mask)),
+                                 cr.tensor(_np_mask(kpm)), activation)
+    np.testing.assert_allclose(_np(out), _np(want), rtol=1e-10, atol=1e-12)
+    f, args = _params_call(cmod, cr.tensor(x, requires_grad=True),
+                           src_mask=cr.tensor(src_mask), src_key_padding_mask=cr.tensor(kpm))
+    assert gradcheck(f, args, fast_mode=True)
+    enc = nn.TransformerEncoder(cmod, 2, nn.LayerNorm(6))
+    _randomise(enc).train(train)
+    want = cr.tensor(x)
+    for layer in enc.layers:
+        want = _encoder_layer_blocks(layer, want, cr.tensor(_causal(4)), None, activation)
+    np.testing.assert_allclose(_np(enc(cr.tensor(x), mask=cr.tensor(_causal(4)),
+                                       is_causal=True)), _np(enc.norm(want)), rtol=1e-10,
+                               atol=1e-12)
+    if torch is None:
+        return
     torch.manual_seed(1)
     tmod = torch.nn.TransformerEncoderLayer(6, 2, 10, dropout=0.0 if train else 0.3,
                                             dtype=torch.float64, **kw).train(train)
@@ -367,12 +466,31 @@ def test_encoder_layer_against_torch(norm_first, activation, train):
                    mask=_causal(4), is_causal=True)
 
 
-def test_decoder_layer_against_torch():
+def _decoder_layer_blocks(layer, x, mem, tgt_mask, mem_kpm):
+    """A post-norm decoder layer (dropout 0, relu) as its residual blocks: masked
+    self-attention, attention over the memory, feed-forward, each followed by its norm."""
+    h = layer.norm1(x + layer.self_attn(x, x, x, attn_mask=tgt_mask)[0])
+    h = layer.norm2(h + layer.multihead_attn(h, mem, mem, key_padding_mask=mem_kpm)[0])
+    return layer.norm3(h + layer.linear2(nn.functional.relu(layer.linear1(h))))
+
+
+def test_decoder_layer_against_blocks_and_torch():
     cmod = nn.TransformerDecoderLayer(6, 3, 8, dropout=0.0, batch_first=True)
     tgt, mem = RNG.standard_normal((2, 4, 6)), RNG.standard_normal((2, 5, 6))
     kpm = np.array([[False] * 4 + [True], [False] * 5])
     _batch_of_one_is_unbatched(cmod, cr.tensor(tgt), cr.tensor(mem), batch_dim=0)
-    torch = pytest.importorskip("torch")
+    # without torch: the residual blocks; finite differences
+    _randomise(cmod)
+    args = (cr.tensor(tgt), cr.tensor(mem))
+    masks = dict(tgt_mask=cr.tensor(_causal(4)), memory_key_padding_mask=cr.tensor(kpm),
+                 tgt_is_causal=True)
+    want = _decoder_layer_blocks(cmod, *args, cr.tensor(_causal(4)),
+                                 cr.tensor(_np_mask(kpm)))
+    np.testing.assert_allclose(_np(cmod(*args, **masks)), _np(want), rtol=1e-10, atol=1e-12)
+    f, fargs = _params_call(cmod, *(a.requires_grad_() for a in args), **masks)
+    assert gradcheck(f, fargs, fast_mode=True)
+    if torch is None:
+        return
     torch.manual_seed(2)
     tmod = torch.nn.TransformerDecoderLayer(6, 3, 8, dropout=0.0, batch_first=True,
                                             dtype=torch.float64)
@@ -381,13 +499,27 @@ def test_decoder_layer_against_torch():
 
 
 @pytest.mark.filterwarnings("ignore:enable_nested_tensor")
-def test_transformer_against_torch():
+def test_transformer_against_its_stacks_and_torch():
     cmod = nn.Transformer(6, 2, 2, 2, 8, dropout=0.0)
     src, tgt = RNG.standard_normal((5, 2, 6)), RNG.standard_normal((4, 2, 6))
     mask = nn.Transformer.generate_square_subsequent_mask(4)
     assert _np(cmod.encoder.norm.weight).tolist() == [1.0] * 6  # LayerNorms stay at 1, 0
     _batch_of_one_is_unbatched(cmod, cr.tensor(src), cr.tensor(tgt), tgt_mask=mask)
-    torch = pytest.importorskip("torch")
+    # without torch: the decoder stack on the encoder stack's memory, each layer in turn,
+    # then each stack's final norm
+    np.testing.assert_array_equal(_np(mask), _causal(4))
+    _randomise(cmod)
+    memory = cr.tensor(src)
+    for layer in cmod.encoder.layers:
+        memory = _encoder_layer_blocks(layer, memory, None, None, "relu")
+    memory = cmod.encoder.norm(memory)
+    want = cr.tensor(tgt)
+    for layer in cmod.decoder.layers:
+        want = _decoder_layer_blocks(layer, want, memory, mask, None)
+    np.testing.assert_allclose(_np(cmod(cr.tensor(src), cr.tensor(tgt), tgt_mask=mask)),
+                               _np(cmod.decoder.norm(want)), rtol=1e-10, atol=1e-12)
+    if torch is None:
+        return
     torch.manual_seed(3)
     tmod = torch.nn.Transformer(6, 2, 2, 2, 8, dropout=0.0, dtype=torch.float64)
     np.testing.assert_array_equal(
