@@ -3,6 +3,7 @@ same calls compared with PyTorch when it is installed."""
 
 import array
 import warnings
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -15,8 +16,6 @@ try:
     import torch
 except ImportError:
     torch = None
-
-needs_torch = pytest.mark.skipif(torch is None, reason="PyTorch is not installed")
 
 
 def test_histogram_counts_and_edges():
@@ -91,19 +90,87 @@ def test_torch_linspace_halves():
     assert e[0] == 0.0 and e[-1] == 1.0 and e[5] == 0.1 * 5 and e.dtype == np.float64
 
 
-@needs_torch
+def _rounded_once(exact, dtype):
+    """The ``dtype`` number nearest the rational ``exact`` (ties to even): one rounding,
+    as a fused multiply-add gives."""
+    if dtype == np.float64:
+        return np.float64(float(exact))  # int / int division in Python rounds once
+    c = np.float32(float(exact))  # within one float32 step of the nearest
+    cands = [np.nextafter(c, np.float32(-np.inf)), c, np.nextafter(c, np.float32(np.inf))]
+    dist = [abs(Fraction(float(x)) - exact) for x in cands]
+    best = min(dist)
+    ties = [x for x, d in zip(cands, dist) if d == best]
+    return min(ties, key=lambda x: int(np.array(x).view(np.uint32)) & 1)
+
+
+def _linspace_reference(lo, hi, n, dtype):
+    """PyTorch's CPU linspace, worked out exactly: the step ``(end - start) / (n - 1)`` in
+    ``dtype`` arithmetic, then ``start + step * i`` for the first ``n // 2`` entries and
+    ``end - step * (n - 1 - i)`` for the others, each product-and-sum rounded once."""
+    f = np.dtype(dtype).type
+    start, end = f(lo), f(hi)
+    step = (end - start) / f(n - 1)
+    s, e, st = Fraction(float(start)), Fraction(float(end)), Fraction(float(step))
+    return np.array([_rounded_once(s + st * i if i < n // 2 else e - st * (n - 1 - i), dtype)
+                     for i in range(n)], dtype=dtype)
+
+
+def _histogram_reference(vals, edges):
+    """Counts of ``[e_i, e_i+1)`` (the last bin closed), by comparison with the edges."""
+    nb = len(edges) - 1
+    counts = np.zeros(nb, vals.dtype)
+    for v in vals:
+        if edges[0] <= v <= edges[-1]:
+            counts[min(int(np.searchsorted(edges, v, side="right")) - 1, nb - 1)] += 1
+    return counts
+
+
+def _histc_reference(vals, nb, lo, hi):
+    """PyTorch's histc: the bin ``(x - min) * bins / (max - min)``, truncated, in the
+    input's dtype (no comparison with the edges); ``max`` itself in the last bin."""
+    f = vals.dtype.type
+    left, right = f(lo), f(hi)
+    counts = np.zeros(nb, vals.dtype)
+    for v in vals:
+        if left <= v <= right:
+            counts[min(int((v - left) * f(nb) / (right - left)), nb - 1)] += 1
+    return counts
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_histograms_match_torch_on_edges(dtype):
+def test_histograms_on_edges(dtype):
+    """Entries on the bin edges and one step either side: the edges are PyTorch's linspace
+    (worked out exactly above), and each entry counts in the bin that PyTorch's rules give
+    (histogram: the comparison with the edges; histc: the division alone)."""
     rng = np.random.default_rng(0)
+    dt = np.dtype(dtype)
     for _ in range(40):
         nb = int(rng.integers(1, 30))
         lo = float(rng.normal())
         hi = lo + float(rng.exponential()) * 3
-        e = torch.linspace(lo, hi, nb + 1, dtype=getattr(torch, dtype))
-        vals = torch.cat([e, torch.nextafter(e, e + 1), torch.nextafter(e, e - 1)]).numpy()
-        np.testing.assert_array_equal(_torch_linspace(lo, hi, nb + 1, np.dtype(dtype)),
-                                      e.numpy())
-        t, c = torch.from_numpy(vals), cr.from_numpy(vals)
+        e = _linspace_reference(lo, hi, nb + 1, dt)
+        assert e[0] == dt.type(lo) and e[-1] == dt.type(hi) and np.all(np.diff(e) >= 0)
+        np.testing.assert_array_equal(_torch_linspace(lo, hi, nb + 1, dt), e)
+        vals = np.concatenate([e, np.nextafter(e, e + 1), np.nextafter(e, e - 1)])
+        c = cr.from_numpy(vals)
+        np.testing.assert_array_equal(cr.histc(c, bins=nb, min=lo, max=hi).numpy(),
+                                      _histc_reference(vals, nb, lo, hi))
+        got = cr.histogram(c, bins=nb, range=(lo, hi))
+        np.testing.assert_array_equal(got.bin_edges.numpy(), e)
+        np.testing.assert_array_equal(got.hist.numpy(), _histogram_reference(vals, e))
+        got = cr.histogram(c, bins=nb)  # the data's range
+        e2 = _linspace_reference(float(vals.min()), float(vals.max()), nb + 1, dt)
+        np.testing.assert_array_equal(got.bin_edges.numpy(), e2)
+        np.testing.assert_array_equal(got.hist.numpy(), _histogram_reference(vals, e2))
+        gotdd = cr.histogramdd(c.reshape(-1, 1), bins=[nb], range=[lo, hi])
+        np.testing.assert_array_equal(gotdd.hist.numpy(), _histogram_reference(vals, e))
+        if torch is None:
+            continue
+        te = torch.linspace(lo, hi, nb + 1, dtype=getattr(torch, dtype))
+        tvals = torch.cat([te, torch.nextafter(te, te + 1), torch.nextafter(te, te - 1)])
+        np.testing.assert_array_equal(te.numpy(), e)
+        np.testing.assert_array_equal(tvals.numpy(), vals)
+        t = torch.from_numpy(vals)
         np.testing.assert_array_equal(cr.histc(c, bins=nb, min=lo, max=hi).numpy(),
                                       torch.histc(t, bins=nb, min=lo, max=hi).numpy())
         for kw in ({"bins": nb, "range": (lo, hi)}, {"bins": nb}):

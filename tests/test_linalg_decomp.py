@@ -1,6 +1,8 @@
 """chainrule.linalg decompositions: cholesky, qr, eigh, eigvalsh, svd, svdvals.
 
-1. values and gradients against torch.linalg (float64, batched, basis-invariant losses);
+1. values by the identities that define each factorization (and NumPy), gradients of
+   basis-invariant losses by gradcheck, and both against torch.linalg where it is
+   installed (float64, batched);
 2. repeated eigenvalues / singular values: finite and right where the loss allows it, the
    documented RuntimeError where it depends on the choice of basis;
 3. the JVP rules, called directly: central differences and the adjoint identity with the VJP;
@@ -15,7 +17,13 @@ import pytest
 
 import chainrule as cr
 from chainrule._ns import RAW
+from chainrule.autograd import gradcheck
 from chainrule.linalg import decomp
+
+try:
+    import torch
+except ImportError:  # PyTorch is optional: the comparisons with it are skipped
+    torch = None
 
 RNG = np.random.default_rng(2718)
 linalg = cr.linalg
@@ -52,9 +60,7 @@ def grad_of(fn, X):
     return A.grad.numpy()
 
 
-# --- 1. against torch -----------------------------------------------------------------
-
-torch = pytest.importorskip("torch")
+# --- 1. values, gradients, and torch -------------------------------------------------
 
 
 def _parts_cr(kind, r):
@@ -70,7 +76,7 @@ def _parts_cr(kind, r):
     return list(r) if isinstance(r, tuple) else [r]
 
 
-TORCH_CASES = [
+DECOMP_CASES = [
     ("cholesky", "plain", lambda m, A: m.cholesky(A), with_noise(spd(2, 4, 4), "upper")),
     ("cholesky_upper", "plain", lambda m, A: m.cholesky(A, upper=True),
      with_noise(spd(2, 4, 4), "lower")),
@@ -90,31 +96,111 @@ TORCH_CASES = [
 ]
 
 
-@pytest.mark.parametrize("name,kind,fn,X", TORCH_CASES, ids=[c[0] for c in TORCH_CASES])
-def test_values_and_gradients_match_torch(name, kind, fn, X):
+def _read(X, triangle):
+    """The symmetric matrix that an op reading one triangle of X sees."""
+    if triangle == "upper":
+        return np.triu(X) + np.swapaxes(np.triu(X, 1), -1, -2)
+    return np.tril(X) + np.swapaxes(np.tril(X, -1), -1, -2)
+
+
+def _eye_like(M):
+    return np.broadcast_to(np.eye(M.shape[-1]), M.shape)
+
+
+def _check_factors(name, X, r):
+    """The identities that define each factorization (unique up to the signs of Q's
+    columns and of singular / eigen-vectors), and its values by NumPy where unique."""
+    mT = lambda M: np.swapaxes(M, -1, -2)  # noqa: E731
+    r = [o.detach().numpy() for o in (r if isinstance(r, tuple) else (r,))]
+    atol = 1e-12
+    if name.startswith("cholesky"):
+        upper = name.endswith("upper")
+        S = _read(X, "upper" if upper else "lower")
+        (F,) = r
+        Lf = mT(F) if upper else F
+        np.testing.assert_array_equal(Lf, np.tril(Lf))
+        assert np.all(np.diagonal(Lf, axis1=-2, axis2=-1) > 0)
+        np.testing.assert_allclose(Lf @ mT(Lf), S, atol=atol)
+        np.testing.assert_allclose(Lf, np.linalg.cholesky(S), atol=atol)  # unique
+    elif name.startswith("qr"):
+        Q, R = r
+        np.testing.assert_allclose(Q @ R, X, atol=atol)
+        np.testing.assert_allclose(mT(Q) @ Q, _eye_like(mT(Q) @ Q), atol=atol)
+        np.testing.assert_array_equal(R, np.triu(R))
+        m, n = X.shape[-2:]
+        k = m if name == "qr_complete_wide" else min(m, n)
+        assert Q.shape[-1] == k and R.shape[-2] == k
+    elif name.startswith("eig"):
+        S = _read(X, "upper" if name.endswith("upper") else "lower")
+        w = r[0]
+        assert np.all(np.diff(w, axis=-1) >= 0)  # ascending
+        np.testing.assert_allclose(w, np.linalg.eigvalsh(S), atol=atol)
+        np.testing.assert_allclose(w.sum(-1), np.trace(S, axis1=-2, axis2=-1), atol=atol)
+        if len(r) == 2:
+            V = r[1]
+            np.testing.assert_allclose(S @ V, V * w[..., None, :], atol=atol)
+            np.testing.assert_allclose(mT(V) @ V, _eye_like(V), atol=atol)
+    else:  # svd, svdvals
+        S = r[0] if len(r) == 1 else r[1]
+        k = min(X.shape[-2:])
+        assert S.shape[-1] == k and np.all(S >= 0) and np.all(np.diff(S, axis=-1) <= 0)
+        np.testing.assert_allclose(S, np.linalg.svd(X, compute_uv=False), atol=atol)
+        np.testing.assert_allclose((S ** 2).sum(-1), (X ** 2).sum((-2, -1)), atol=atol)
+        if len(r) == 3:
+            U, _, Vh = r
+            np.testing.assert_allclose(mT(U) @ U, _eye_like(mT(U) @ U), atol=atol)
+            np.testing.assert_allclose(Vh @ mT(Vh), _eye_like(Vh @ mT(Vh)), atol=atol)
+            np.testing.assert_allclose((U[..., :, :k] * S[..., None, :]) @ Vh[..., :k, :], X,
+                                       atol=atol)
+
+
+@pytest.mark.parametrize("name,kind,fn,X", DECOMP_CASES, ids=[c[0] for c in DECOMP_CASES])
+def test_values_and_gradients(name, kind, fn, X):
+    """The factors satisfy their defining identities; the gradient of <G, f(A)> over
+    basis-invariant parts f passes gradcheck (central differences along symmetric
+    directions for the ops that read one triangle of a symmetric matrix); with torch, the
+    values and that gradient are torch.linalg's."""
+    A = cr.tensor(X, requires_grad=True)
+    _check_factors(name, X, fn(linalg, A))
+    ours = _parts_cr(kind, fn(linalg, A))
+    Gs = [randn(*o.shape) for o in ours]
+
+    def loss(M, m=linalg, tensor=cr.tensor):
+        return sum((o * tensor(G)).sum() for o, G in zip(_parts_cr(kind, fn(m, M)), Gs))
+
+    one_triangle = name.startswith(("cholesky", "eig"))
+    structure = {0: "symmetric"} if one_triangle else None
+    assert gradcheck(loss, (A,), structure=structure)
+    if torch is None:
+        return
     A = cr.tensor(X, requires_grad=True)
     At = torch.tensor(X, requires_grad=True)
-    ours, theirs = _parts_cr(kind, fn(linalg, A)), _parts_cr(kind, fn(torch.linalg, At))
-    loss, loss_t = 0.0, 0.0
-    for o, t in zip(ours, theirs):
-        np.testing.assert_allclose(o.detach().numpy(), t.detach().numpy(), atol=1e-12)
-        G = randn(*o.shape)
-        loss = loss + (o * cr.tensor(G)).sum()
-        loss_t = loss_t + (t * torch.tensor(G)).sum()
-    loss.backward()
-    loss_t.backward()
+    theirs = _parts_cr(kind, fn(torch.linalg, At))
+    for o, th in zip(ours, theirs):
+        np.testing.assert_allclose(o.detach().numpy(), th.detach().numpy(), atol=1e-12)
+    loss(A).backward()
+    loss(At, torch.linalg, torch.tensor).backward()
     np.testing.assert_allclose(A.grad.numpy(), At.grad.numpy(), atol=1e-11)
 
 
-def test_qr_mode_r_matches_torch_and_keeps_r_differentiable():
+def test_qr_mode_r_keeps_r_differentiable_and_matches_torch():
     X = randn(2, 5, 3)
     Q, R = linalg.qr(cr.tensor(X), mode="r")
-    Qt, Rt = torch.linalg.qr(torch.tensor(X), mode="r")
-    assert Q.shape == Qt.shape == (0,)
-    np.testing.assert_allclose(R.numpy(), Rt.numpy(), atol=1e-12)
+    assert Q.shape == (0,)
+    # R is the reduced mode's R (R^T R = X^T X, upper triangular)
+    np.testing.assert_allclose(R.numpy(), linalg.qr(cr.tensor(X)).R.numpy(), atol=1e-14)
+    np.testing.assert_allclose(R.mT.numpy() @ R.numpy(), X.swapaxes(-1, -2) @ X, atol=1e-12)
     # torch raises in backward for mode="r"; here R has the gradient of the reduced mode's R
     G = randn(2, 3, 3)
     g_r = grad_of(lambda A: (linalg.qr(A, mode="r").R * cr.tensor(G)).sum(), X)
+    np.testing.assert_allclose(g_r, grad_of(lambda A: (linalg.qr(A).R * cr.tensor(G)).sum(), X),
+                               atol=1e-14)
+    assert gradcheck(lambda A: linalg.qr(A, mode="r").R, (cr.tensor(X, requires_grad=True),))
+    if torch is None:
+        return
+    Qt, Rt = torch.linalg.qr(torch.tensor(X), mode="r")
+    assert Q.shape == Qt.shape == (0,)
+    np.testing.assert_allclose(R.numpy(), Rt.numpy(), atol=1e-12)
     At = torch.tensor(X, requires_grad=True)
     (torch.linalg.qr(At).R * torch.tensor(G)).sum().backward()
     np.testing.assert_allclose(g_r, At.grad.numpy(), atol=1e-12)

@@ -11,6 +11,11 @@ import scipy.linalg as sl
 import chainrule as cr
 from chainrule.autograd import gradcheck, gradgradcheck
 
+try:
+    import torch
+except ImportError:  # PyTorch is optional: the comparisons with it are skipped
+    torch = None
+
 L = cr.linalg
 RNG = np.random.default_rng(7)
 
@@ -113,7 +118,33 @@ CASES = {
                         lambda a: np.diagonal(a, 1, -2, -1), [RNG.standard_normal((2, 3, 4))]),
     "linalg.eigvals": (L.eigvals, lambda a: np.linalg.eigvals(a),
                        [np.array([[2.0, 1.0, 0.3], [0.0, -1.0, 0.5], [0.2, 0.1, 4.0]])]),
+    "linalg.lu_factor_wide": (lambda a: L.lu_factor(a).LU, lambda a: sl.lu_factor(a)[0],
+                              [RNG.standard_normal((3, 5))]),
 }
+
+# the same op in PyTorch (given the torch module), for the cases also compared with it
+TORCH = {
+    **{name: (lambda tm, name=name: getattr(tm, name)) for name in (
+        "inverse", "det", "logdet", "pinverse", "kron", "cdist", "addr", "addbmm",
+        "chain_matmul", "block_diag", "cartesian_prod", "vdot")},
+    "linalg.vander": lambda tm: lambda x: tm.linalg.vander(x, N=4),
+    "linalg.lu_factor": lambda tm: lambda a: tm.linalg.lu_factor(a).LU,
+    "linalg.lu_factor_wide": lambda tm: lambda a: tm.linalg.lu_factor(a).LU,
+    "linalg.eigvals": lambda tm: lambda a: tm.linalg.eigvals(a).real,
+}
+
+
+def _compare_with_torch(ours, theirs, arrays):
+    """Values, and the gradients of <cotangent, output>, agree with PyTorch's."""
+    xs = [t(a) for a in arrays]
+    ts = [torch.tensor(a, requires_grad=True) for a in arrays]
+    out, ref = ours(*xs), theirs(*ts)
+    np.testing.assert_allclose(out.detach().numpy(), ref.detach().numpy(), atol=1e-12)
+    cot = RNG.standard_normal(tuple(out.shape))
+    ours_g = cr.autograd.grad((out * cr.tensor(cot)).sum(), xs)
+    ref_g = torch.autograd.grad((ref * torch.tensor(cot)).sum(), ts)
+    for g, r in zip(ours_g, ref_g):
+        np.testing.assert_allclose(g.numpy(), r.numpy(), atol=1e-10)
 
 
 @pytest.mark.parametrize("name", list(CASES))
@@ -123,6 +154,8 @@ def test_value_against_numpy_and_gradcheck(name):
     np.testing.assert_allclose(out.numpy(), reference(*arrays), rtol=1e-10, atol=1e-12)
     float_inputs = tuple(t(a) for a in arrays)
     assert gradcheck(ours, float_inputs)
+    if torch is not None and name in TORCH:
+        _compare_with_torch(ours, TORCH[name](torch), arrays)
 
 
 @pytest.mark.parametrize("name", ["kron", "addmm", "diag_embed", "linalg.vander", "vander",
@@ -152,7 +185,13 @@ def test_householder_product_is_lapacks_orgqr():
     q, tau = sl.lapack.dgeqrf(RNG.standard_normal((5, 3)))[:2]
     Q = L.householder_product(t(q, False), t(tau, False))
     np.testing.assert_allclose(Q.numpy(), sl.lapack.dorgqr(q, tau)[0], atol=1e-14)
+    # two of the three reflectors: LAPACK's orgqr with k = 2
+    Q2 = L.householder_product(t(q, False), t(tau[:2], False))
+    np.testing.assert_allclose(Q2.numpy(), sl.lapack.dorgqr(q, tau[:2])[0], atol=1e-14)
     assert gradcheck(L.householder_product, (t(q), t(tau[:2])))
+    if torch is not None:
+        _compare_with_torch(L.householder_product, torch.linalg.householder_product,
+                            [q, tau[:2]])
 
 
 @pytest.mark.parametrize("shape", [(4, 4), (3, 5), (5, 3), (2, 3, 3)])
@@ -243,50 +282,6 @@ def test_tensor_methods():
     np.testing.assert_allclose(cr.tensor(np.zeros(3)).addmv(A, cr.ones(3)).numpy(), W.sum(1))
 
 
-# --- against torch ----------------------------------------------------------------------------
-
-TORCH = {
-    "inverse": "inverse", "det": "det", "logdet": "logdet", "pinverse": "pinverse",
-    "kron": "kron", "cdist": "cdist", "addr": "addr", "addbmm": "addbmm",
-    "chain_matmul": "chain_matmul", "block_diag": "block_diag",
-    "cartesian_prod": "cartesian_prod", "vdot": "vdot", "diagflat": None,
-}
-
-
-@pytest.mark.parametrize("name", ["inverse", "det", "logdet", "pinverse", "kron", "cdist",
-                                  "addr", "addbmm", "chain_matmul", "block_diag",
-                                  "cartesian_prod", "vdot", "linalg.vander",
-                                  "linalg.householder_product", "linalg.lu_factor",
-                                  "linalg.eigvals"])
-def test_against_torch(name):
-    torch = pytest.importorskip("torch")
-    if name == "linalg.householder_product":
-        q, tau = sl.lapack.dgeqrf(RNG.standard_normal((5, 3)))[:2]
-        arrays, ours = [q, tau[:2]], L.householder_product
-        theirs = torch.linalg.householder_product
-    elif name == "linalg.lu_factor":
-        arrays, ours, theirs = [RNG.standard_normal((3, 5))], lambda a: L.lu_factor(a).LU, \
-            lambda a: torch.linalg.lu_factor(a).LU
-    elif name == "linalg.eigvals":
-        arrays = [np.array([[2.0, 1.0, 0.3], [0.0, -1.0, 0.5], [0.2, 0.1, 4.0]])]
-        ours, theirs = L.eigvals, lambda a: torch.linalg.eigvals(a).real
-    elif name == "linalg.vander":
-        arrays, ours, theirs = [RNG.standard_normal(3)], L.vander, torch.linalg.vander
-    else:
-        ours, _, arrays = CASES[name]
-        theirs = getattr(torch, name)
-    xs = [t(a) for a in arrays]
-    ts = [torch.tensor(a, requires_grad=True) for a in arrays]
-    out, ref = ours(*xs), theirs(*ts)
-    np.testing.assert_allclose(out.detach().numpy(), ref.detach().numpy(), atol=1e-12)
-    cot = RNG.standard_normal(tuple(out.shape))
-    ours_g = cr.autograd.grad((out * cr.tensor(cot)).sum(), xs)
-    ref_g = torch.autograd.grad((ref * torch.tensor(cot)).sum(), ts)
-    for g, r in zip(ours_g, ref_g):
-        np.testing.assert_allclose(g.numpy(), r.numpy(), atol=1e-10)
-    assert gradcheck(ours, tuple(xs))  # and the gradient is right without torch's help
-
-
 def test_ldl_factor_and_solve_are_lapacks_and_refuse_gradients():
     A = RNG.standard_normal((2, 4, 4))
     A = A + np.swapaxes(A, -1, -2)
@@ -304,18 +299,10 @@ def test_ldl_factor_and_solve_are_lapacks_and_refuse_gradients():
         L.ldl_factor(t(A))
     with cr.no_grad():  # without grad mode the factorization runs
         assert L.ldl_factor(t(A)).LD.shape == (2, 4, 4)
-
-
-def test_ldl_against_torch():
-    torch = pytest.importorskip("torch")
-    A = RNG.standard_normal((4, 4))
-    A = A + A.T
-    LD, piv = L.ldl_factor(t(A, False))
-    ref = torch.linalg.ldl_factor(torch.tensor(A))
-    np.testing.assert_allclose(LD.numpy(), ref.LD.numpy())
-    np.testing.assert_array_equal(piv.numpy(), ref.pivots.numpy())
-    np.testing.assert_allclose(L.ldl_solve(LD, piv, t(np.eye(4), False)).numpy(),
-                               np.linalg.inv(A), atol=1e-12)  # also without torch's help
+    if torch is not None:
+        ref = torch.linalg.ldl_factor(torch.tensor(A))
+        np.testing.assert_allclose(LD.numpy(), ref.LD.numpy())
+        np.testing.assert_array_equal(piv.numpy(), ref.pivots.numpy())
 
 
 @pytest.mark.parametrize("left", [True, False])

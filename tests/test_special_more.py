@@ -246,43 +246,77 @@ def test_degree_gets_no_gradient():
     np.testing.assert_allclose(gx.numpy(), [3 * 0.3, (15 * 0.25 - 3) / 2], rtol=1e-14)
 
 
-# --- against torch.special -----------------------------------------------------------------------
+# --- wide grids: against SciPy, and against torch.special where installed ------------------------
 
-needs_torch = pytest.mark.skipif(torch is None, reason="torch is not installed")
 NS = [-3, -1, 0, 1, 2, 3, 4, 6, 7, 8, 9, 10, 13, 25, 40, 2.5, -0.5]
 XT = np.concatenate([np.linspace(-3, 3, 61), [-1.0, 1.0, 0.0, 0.5, 1e-3, 0.999, -0.999]])
 
 
-@needs_torch
+def _reference(name, x, n):
+    """PyTorch's definition for any degree: n truncated toward zero, zero for a negative
+    degree, else the polynomial (SciPy, float64)."""
+    k = math.trunc(n)
+    return np.zeros_like(x) if k < 0 else _closed(name, x, k)
+
+
+def _assert_near(got, want, tol, n, msg):
+    ok = np.isfinite(want) & (np.abs(want) < 1e30)
+    scale = np.maximum(np.abs(want), 1.0)  # absolute near the roots
+    np.testing.assert_allclose(got[ok] / scale[ok], want[ok] / scale[ok], rtol=0,
+                               atol=tol * (1 + abs(n)) ** 2, err_msg=msg)
+
+
 @pytest.mark.parametrize("name", POLYS)
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
-def test_polynomials_match_torch(name, dtype):
+def test_polynomials_on_a_grid_of_degrees(name, dtype):
+    """Every degree (negative, fractional, up to 40) on a grid: against SciPy's value of
+    PyTorch's definition in float64 (without torch), and against torch.special."""
     rtol = 1e-10 if dtype == "float64" else 2e-4
     x = XT.astype(dtype)
     for n in NS:
         got = getattr(sp, name)(cr.tensor(x), n).numpy()
-        want = getattr(torch.special, name)(torch.tensor(x), n).numpy()
-        assert got.dtype == want.dtype
-        ok = np.isfinite(want) & (np.abs(want) < 1e30)
-        scale = np.maximum(np.abs(want), 1.0)  # absolute near the roots
-        np.testing.assert_allclose(got[ok] / scale[ok], want[ok] / scale[ok], rtol=0,
-                                   atol=rtol * (1 + abs(n)) ** 2, err_msg=f"{name} n={n}")
-    # n as a tensor, broadcast
-    n = torch.tensor([[0], [3], [7], [-2]])
-    want = getattr(torch.special, name)(torch.tensor(x), n).numpy()
-    got = getattr(sp, name)(cr.tensor(x), cr.tensor(n.numpy())).numpy()
+        assert got.dtype == np.dtype(dtype)
+        # the reference at the same (for float32: rounded) inputs, in float64
+        _assert_near(got, _reference(name, x.astype(np.float64), n), rtol, n,
+                     f"{name} n={n} (SciPy)")
+        if torch is not None:
+            want = getattr(torch.special, name)(torch.tensor(x), n).numpy()
+            assert got.dtype == want.dtype
+            _assert_near(got, want.astype(np.float64), rtol, n, f"{name} n={n} (torch)")
+    # n as a tensor, broadcast: row i has degree ns[i]
+    ns = np.array([[0], [3], [7], [-2]])
+    got = getattr(sp, name)(cr.tensor(x), cr.tensor(ns)).numpy()
+    want = np.stack([_reference(name, x.astype(np.float64), int(k)) for k in ns[:, 0]])
     np.testing.assert_allclose(got, want, rtol=rtol * 100, atol=rtol * 100)
+    if torch is not None:
+        want = getattr(torch.special, name)(torch.tensor(x), torch.tensor(ns)).numpy()
+        np.testing.assert_allclose(got, want, rtol=rtol * 100, atol=rtol * 100)
 
 
-@needs_torch
+_SCIPY_UNARY = {"airy_ai": lambda x: sc.airy(x)[0], "modified_bessel_k0": sc.k0,
+                "modified_bessel_k1": sc.k1, "scaled_modified_bessel_k0": sc.k0e,
+                "scaled_modified_bessel_k1": sc.k1e}
+
+
 @pytest.mark.parametrize("name", UNARY)
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
-def test_unary_match_torch(name, dtype):
+def test_unary_on_a_wide_grid(name, dtype):
+    """From -1e5 to 1e6: against SciPy in float64 at the same (rounded) inputs, and against
+    torch.special."""
     x = np.concatenate([np.linspace(-20, 20, 81), [0.0, 1e-8, 100.0, 700.0, 1e6, -1e5]])
     x = x.astype(dtype)
     if name == "airy_ai" and dtype == "float32":  # torch's float32 phase at -1e5 is lost
         x = x[np.abs(x) <= 1e3]
     got = getattr(sp, name)(cr.tensor(x)).numpy()
+    assert got.dtype == np.dtype(dtype)
+    with np.errstate(all="ignore"):
+        ref = _SCIPY_UNARY[name](x.astype(np.float64))
+    # K0, K1 of x < 0 are NaN (SciPy's too); K0(0) = K1(0) = inf
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
+    rtol = {"float64": 1e-12, "float32": 2e-6}[dtype]
+    np.testing.assert_allclose(got, ref.astype(dtype), rtol=rtol, atol=rtol * 1e-2)
+    if torch is None:
+        return
     want = getattr(torch.special, name)(torch.tensor(x)).numpy()
     assert got.dtype == want.dtype
     np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
@@ -291,8 +325,17 @@ def test_unary_match_torch(name, dtype):
     np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol * 1e-2)
 
 
-@needs_torch
-def test_torch_records_no_gradient_for_these():
-    x = torch.tensor([0.3], requires_grad=True)
-    assert not torch.special.chebyshev_polynomial_t(x, 3).requires_grad
-    assert not torch.special.airy_ai(x).requires_grad
+def test_these_are_differentiable_here_and_not_in_torch():
+    # here: the gradient of T_3(x) = 4x^3 - 3x is 12x^2 - 3, that of Ai is Ai' (SciPy);
+    # PyTorch records no gradient for either
+    x = cr.tensor([0.3], dtype=cr.float64, requires_grad=True)
+    y = sp.chebyshev_polynomial_t(x, 3)
+    assert y.requires_grad
+    np.testing.assert_allclose(grad(y.sum(), x)[0].numpy(), [12 * 0.09 - 3], rtol=1e-14)
+    y = sp.airy_ai(x)
+    assert y.requires_grad
+    np.testing.assert_allclose(grad(y.sum(), x)[0].numpy(), [sc.airy(0.3)[1]], rtol=1e-13)
+    if torch is not None:
+        xt = torch.tensor([0.3], requires_grad=True)
+        assert not torch.special.chebyshev_polynomial_t(xt, 3).requires_grad
+        assert not torch.special.airy_ai(xt).requires_grad
