@@ -9,7 +9,7 @@ import warnings as _warnings
 
 import numpy as _np
 
-from . import ops
+from . import _out_param, ops
 from ._compat import *  # noqa: F401,F403
 from ._compat_names import *  # noqa: F401,F403
 from ._creation import *  # noqa: F401,F403
@@ -118,6 +118,10 @@ for _name in _TOP_INPLACE:
     if _name not in globals() and _top_level_inplace(_name) is not None:
         globals()[_name] = _top_level_inplace(_name)
 del _name
+
+# PyTorch's out= keyword on the top-level functions that have it (wrappers of the
+# top-level bindings only: methods and internal calls keep their direct call)
+_out_param.install(globals(), special)
 
 # Dtypes are NumPy's dtype objects (one per type), so ``x.dtype is chainrule.float32``,
 # ``x.dtype == chainrule.float32`` and dicts keyed by dtype behave as PyTorch's

@@ -292,10 +292,12 @@ def make_call(op):
         floating = op.floating
         takes = len(op.attrs)
 
-        def call(x, *attrs):
+        def call(x, *attrs, out=None):
             if attrs and not takes:  # exp(x, array): NumPy would take the array as out=
                 raise TypeError(f"{op.name}() takes 1 positional argument but "
                                 f"{1 + len(attrs)} were given")
+            if out is not None:  # PyTorch's out=: the result written into out
+                return IN_PLACE.write_out(out, call(x, *attrs), op.name)
             if isinstance(x, Tensor):
                 d = x._data
                 if d.__class__ is not _ndarray:
@@ -769,10 +771,12 @@ def refresh_view(x):
 def _after(op, inputs, datas, attrs, out, result):
     """The slow path after an op: the default float dtype, then the hooks of forward mode,
     anomaly mode, inference mode and the profiler."""
-    if _STATE.low_float and result.__class__ is Tensor:
+    state = _STATE
+    if state.low_float and result.__class__ is Tensor:
         _default_float(datas, attrs, result)
-    for hook in AFTER_OP:
-        hook(op, inputs, datas, attrs, out, result)
+    if state.hooked:
+        for hook in AFTER_OP:
+            hook(op, inputs, datas, attrs, out, result)
 
 
 def _default_float(datas, attrs, result):

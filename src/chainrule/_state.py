@@ -33,6 +33,7 @@ class _State(threading.local):
 
     def __init__(self):
         self.low_float = LOW_DEFAULT_FLOAT[0]  # the default float dtype is not float64
+        self.hooked = False  # a mode whose AFTER_OP hooks must run is on
         self.flags = GRAD | (SLOW if self.low_float else 0)
         self.dual_level = 0  # the innermost active forward-mode level (0: none)
         self.dual_levels = ()  # the active forward-mode levels, outermost first
@@ -69,8 +70,9 @@ class _State(threading.local):
             self.profiling = profiling
         if low_float is not None:
             self.low_float = low_float
-        slow = SLOW if (self.dual_level or self.anomaly or self.saved_hooks
-                        or self.inference or self.profiling or self.low_float) else 0
+        self.hooked = bool(self.dual_level or self.anomaly or self.saved_hooks
+                           or self.inference or self.profiling)
+        slow = SLOW if (self.hooked or self.low_float) else 0
         self.flags = (self.flags & ~SLOW) | slow
 
 

@@ -922,14 +922,14 @@ def _trace_run(fn, tensors, tracer):
     from . import _dispatch, _state
 
     state = _state.STATE
-    flags = state.flags
+    flags, hooked = state.flags, state.hooked
     _dispatch.AFTER_OP.append(_hook)
     _TRACING.tracer = tracer
-    state.flags = flags | _state.SLOW
+    state.flags, state.hooked = flags | _state.SLOW, True
     try:
         return fn(*tensors)
     finally:
-        state.flags = flags
+        state.flags, state.hooked = flags, hooked
         _TRACING.tracer = None
         _dispatch.AFTER_OP.remove(_hook)
 

@@ -12,7 +12,7 @@ import operator
 
 import numpy as np
 
-from .._dispatch import ShapeError, apply, promote_0d
+from .._dispatch import IN_PLACE, ShapeError, apply, promote_0d
 from .._ns import RAW
 from .._state import STATE
 from .._table import TABLE, Singular, defop, documented, elementwise
@@ -211,8 +211,10 @@ WHERE = defop(
 
 
 @documented(ADD)
-def add(input, other, *, alpha=1):
+def add(input, other, *, alpha=1, out=None):
     """``input + alpha * other`` with NumPy broadcasting. Shapes must broadcast (ValueError)."""
+    if out is not None:  # PyTorch's out=: the result written into out
+        return IN_PLACE.write_out(out, add(input, other, alpha=alpha), "add")
     if alpha != 1:
         # a number stays a number (a weak scalar): 0-d float32 + 3.0 * 2 stays float32
         other = other * alpha if isinstance(other, (int, float)) else mul(other, alpha)
@@ -220,8 +222,10 @@ def add(input, other, *, alpha=1):
 
 
 @documented(SUB)
-def sub(input, other, *, alpha=1):
+def sub(input, other, *, alpha=1, out=None):
     """``input - alpha * other`` with NumPy broadcasting."""
+    if out is not None:
+        return IN_PLACE.write_out(out, sub(input, other, alpha=alpha), "sub")
     if alpha != 1:
         # a number stays a number (a weak scalar): 0-d float32 + 3.0 * 2 stays float32
         other = other * alpha if isinstance(other, (int, float)) else mul(other, alpha)
@@ -229,16 +233,20 @@ def sub(input, other, *, alpha=1):
 
 
 @documented(MUL)
-def mul(input, other):
+def mul(input, other, *, out=None):
     """Elementwise product with NumPy broadcasting."""
+    if out is not None:
+        return IN_PLACE.write_out(out, mul(input, other), "mul")
     return apply(MUL, (input, other))
 
 
 @documented(DIV)
-def div(input, other, *, rounding_mode=None):
+def div(input, other, *, rounding_mode=None, out=None):
     """Elementwise true division with NumPy broadcasting. ``rounding_mode="trunc"`` rounds
     the quotient toward zero, ``"floor"`` down (as ``floor_divide``); both have a zero
     gradient, as in PyTorch."""
+    if out is not None:
+        return IN_PLACE.write_out(out, div(input, other, rounding_mode=rounding_mode), "div")
     if rounding_mode is None:
         return apply(DIV, (input, other))
     if rounding_mode == "floor":  # the ops of chainrule.ops.elementwise_more, by name

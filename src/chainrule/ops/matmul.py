@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._dispatch import ShapeError, apply
+from .._dispatch import IN_PLACE, ShapeError, apply
 from .._table import defop, documented
 from .._tensor import Tensor
 from ..backend import row_major, xp_kernel
@@ -68,14 +68,17 @@ MATMUL = defop(
 
 
 @documented(MM, MATMUL)
-def matmul(input, other):
+def matmul(input, other, *, out=None):
     """Matrix product with NumPy's rules: 1-D operands are promoted (and the added dim
     removed), leading batch dims broadcast. Two 2-D operands record ``mm``
     (``MmBackward0`` with ``_saved_self`` and ``_saved_mat2``), as PyTorch does.
 
     Shapes: ``(..., n, k) @ (..., k, m) -> (..., n, m)``; a ValueError names both shapes
-    when the inner dimensions differ or an operand is 0-d.
+    when the inner dimensions differ or an operand is 0-d. ``out=``: the result written
+    into that tensor (PyTorch's; no gradient).
     """
+    if out is not None:
+        return IN_PLACE.write_out(out, matmul(input, other), "matmul")
     a = input._data if isinstance(input, Tensor) else np.asarray(input)
     b = other._data if isinstance(other, Tensor) else np.asarray(other)
     if a.ndim == 0 or b.ndim == 0:

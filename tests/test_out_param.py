@@ -1,0 +1,86 @@
+"""PyTorch's ``out=`` keyword on the top-level functions (chainrule._out_param): the result
+written into ``out`` (resized, cast as PyTorch allows), ``out`` returned, no gradient."""
+
+import inspect
+
+import numpy as np
+import pytest
+
+import chainrule as cr
+from chainrule import _out_param
+
+try:
+    import torch
+except ImportError:  # CI: the values are checked against NumPy only
+    torch = None
+
+A = np.array([[1.0, -2.0], [3.0, 4.0]])
+B = np.array([[0.5, 1.0], [2.0, -1.0]])
+
+# name, call(m, a, b, out), the NumPy value
+CASES = [
+    ("add", lambda m, a, b, out: m.add(a, b, out=out), A + B),
+    ("matmul", lambda m, a, b, out: m.matmul(a, b, out=out), A @ B),
+    ("exp", lambda m, a, b, out: m.exp(a, out=out), np.exp(A)),
+    ("cat", lambda m, a, b, out: m.cat([a, b], 0, out=out), np.concatenate([A, B])),
+    ("sum", lambda m, a, b, out: m.sum(a, 1, out=out), A.sum(1)),
+    ("where", lambda m, a, b, out: m.where(a > 0, a, b, out=out), np.where(A > 0, A, B)),
+    ("clamp", lambda m, a, b, out: m.clamp(a, -1, 1, out=out), np.clip(A, -1, 1)),
+    ("stack", lambda m, a, b, out: m.stack([a, b], out=out), np.stack([A, B])),
+    ("mean", lambda m, a, b, out: m.mean(a, 0, out=out), A.mean(0)),
+    ("pow", lambda m, a, b, out: m.pow(a, 2, out=out), A ** 2),
+]
+
+
+@pytest.mark.parametrize("name, call, want", CASES, ids=[c[0] for c in CASES])
+def test_out_receives_the_result_and_is_returned(name, call, want):
+    out = cr.empty(0)  # resized to the result's shape, as PyTorch resizes an empty out
+    version = out._version
+    got = call(cr, cr.tensor(A), cr.tensor(B), out)
+    assert got is out
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-15)
+    assert out._version > version  # written in place: its version counter moved
+    if torch is not None:
+        t_out = torch.empty(0, dtype=torch.float64)
+        call(torch, torch.tensor(A), torch.tensor(B), t_out)
+        np.testing.assert_allclose(out.numpy(), t_out.numpy(), rtol=1e-15)
+
+
+def test_several_results_and_constructors():
+    v, i = cr.empty(0), cr.empty(0, dtype=cr.int64)
+    cr.sort(cr.tensor(A), 1, out=(v, i))
+    np.testing.assert_array_equal(v.numpy(), np.sort(A, 1))
+    np.testing.assert_array_equal(i.numpy(), np.argsort(A, 1))
+    c = cr.zeros(4, dtype=cr.float32)
+    assert cr.arange(4, out=c) is c and c.dtype == cr.float32  # made in out's dtype
+    np.testing.assert_array_equal(c.numpy(), [0, 1, 2, 3])
+    c = cr.full((3,), 7.0)
+    cr.zeros(2, out=c)
+    assert c.shape == (2,) and not c.numpy().any()
+    assert "out" in inspect.signature(cr.add).parameters
+
+
+def test_out_refuses_grad_and_unsafe_casts_and_changes_nothing():
+    x = cr.ones(2, requires_grad=True)
+    out = cr.full((2,), 5.0)
+    with pytest.raises(RuntimeError, match="don't support automatic differentiation"):
+        cr.mul(x, 2, out=out)
+    np.testing.assert_array_equal(out.numpy(), [5.0, 5.0])
+    with cr.no_grad():  # without grad mode PyTorch writes it
+        cr.mul(x, 2, out=out)
+    np.testing.assert_array_equal(out.numpy(), [2.0, 2.0])
+    ints = cr.zeros(2, dtype=cr.int64)
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        cr.mean(cr.tensor(A), 0, out=ints)  # float to int is not a safe cast
+    np.testing.assert_array_equal(ints.numpy(), [0, 0])
+    with pytest.raises(TypeError, match="must be Tensor"):
+        cr.add(cr.tensor(A), 1, out=np.zeros((2, 2)))
+
+
+def test_functions_with_their_own_out_are_not_wrapped():
+    # the hot ones take out= themselves (no wrapper: the same function as the method)
+    assert cr.exp is cr.Tensor.exp and cr.add is cr.Tensor.add and cr.matmul is cr.Tensor.matmul
+    for name in ("max", "min", "tensordot", "exp", "add", "mul", "matmul"):
+        fn = getattr(cr, name)
+        assert _out_param.with_out(fn, name) is fn
+    assert all(hasattr(cr, n) for n in _out_param.NAMES)
