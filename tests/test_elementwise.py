@@ -594,3 +594,12 @@ def test_integer_math_with_python_floats_gives_the_default_float_dtype():
             assert (ti * 0.5).dtype == torch.float32 and (ti / ti).dtype == torch.float32
         finally:
             torch.set_default_dtype(torch_default)
+
+
+def test_unary_functions_take_input_by_keyword():
+    # PyTorch names the argument input: torch.exp(input=x); exp(0) = 1, tanh(0) = 0
+    x = cr.zeros(2)
+    np.testing.assert_array_equal(cr.exp(input=x).numpy(), [1.0, 1.0])
+    np.testing.assert_array_equal(cr.tanh(input=x).numpy(), [0.0, 0.0])
+    with pytest.raises(TypeError, match="missing 1 required positional argument: 'input'"):
+        cr.exp()

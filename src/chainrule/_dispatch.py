@@ -292,7 +292,8 @@ def make_call(op):
         floating = op.floating
         takes = len(op.attrs)
 
-        def call(x, *attrs, out=None):
+        def call(input, *attrs, out=None):  # noqa: A002  (PyTorch's name: exp(input=x))
+            x = input
             if attrs and not takes:  # exp(x, array): NumPy would take the array as out=
                 raise TypeError(f"{op.name}() takes 1 positional argument but "
                                 f"{1 + len(attrs)} were given")
