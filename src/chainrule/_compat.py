@@ -34,7 +34,7 @@ __all__ = ["is_tensor", "is_floating_point", "is_nonzero", "inference_mode",
            "set_rng_state", "save", "load", "serialization", "use_deterministic_algorithms",
            "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled",
            "set_deterministic_debug_mode", "get_deterministic_debug_mode", "random", "compile",
-           "cuda", "backends", "jit", "accelerator", "distributed",
+           "cuda", "backends", "jit", "onnx", "accelerator", "distributed",
            "set_num_threads", "get_num_threads", "set_num_interop_threads",
            "get_num_interop_threads", "set_default_device", "get_default_device", "autocast",
            "set_float32_matmul_precision", "get_float32_matmul_precision"]
@@ -704,3 +704,19 @@ jit = SimpleNamespace(script=lambda obj, *args, **kwargs: obj,
                       ignore=lambda fn=None, **kwargs: fn if fn is not None else (lambda f: f),
                       unused=lambda fn: fn, export=lambda fn: fn)
 jit.__doc__ = "``torch.jit``'s decorators and tracers as the identity (results unchanged)."
+
+
+def _onnx_export(*args, **kwargs):
+    raise RuntimeError("chainrule.onnx.export: chainrule has no ONNX exporter; export the "
+                       "model from PyTorch instead")
+
+
+onnx = SimpleNamespace(export=_onnx_export, is_in_onnx_export=lambda: False)
+onnx.__doc__ = ("``torch.onnx``: importable (scripts import it at the top), but export "
+                "raises: chainrule has no ONNX exporter.")
+
+# ``import torch.cuda``, ``import torch.onnx``, ``from torch.serialization import
+# safe_globals`` and ``from torch.jit import script`` find these namespaces as modules too
+for _name, _ns_obj in (("cuda", cuda), ("cuda.amp", cuda.amp), ("jit", jit), ("onnx", onnx),
+                       ("serialization", serialization), ("random", random)):
+    sys.modules.setdefault(f"{__package__}.{_name}", _ns_obj)

@@ -32,7 +32,7 @@ __all__ = [
     "triangular_solve", "lu", "lu_solve", "lu_unpack", "pinverse", "kron", "tensordot",
     "cross", "cdist", "addmm", "addmv", "addr", "addbmm", "baddbmm", "chain_matmul",
     "diag_embed", "diagflat", "block_diag", "cartesian_prod", "vdot", "matrix_power",
-    "matrix_exp", "qr", "svd", "orgqr", "adjoint", "ger", "rsub", "renorm", "row_stack",
+    "matrix_exp", "qr", "svd", "orgqr", "adjoint", "ger", "spmm", "rsub", "renorm", "row_stack",
     "ormqr", "svd_lowrank", "pca_lowrank", "vander", "nuclear_norm",
 ]
 
@@ -395,6 +395,14 @@ def ger(input, vec2):
     from ..ops import outer
 
     return outer(input, vec2)
+
+
+def spmm(input, mat2):
+    """``torch.spmm`` for the dense (strided) matrices chainrule has: the product ``mm``
+    (PyTorch's spmm of two strided matrices is ``mm``; there is no sparse layout here)."""
+    from ..ops import mm
+
+    return mm(input, mat2)
 
 
 def rsub(input, other, *, alpha=1):

@@ -24,6 +24,7 @@ from . import conv as _conv
 from . import conv_more as _conv_more
 from . import modules as _modules
 from . import modules_more as _modules_more
+from . import transformer as _transformer
 from ._module import Module
 
 __all__ = ["Container", "NLLLoss2d", "consume_prefix_in_state_dict_if_present"]
@@ -189,7 +190,8 @@ def _build():
         "instancenorm": {**public("InstanceNorm1d InstanceNorm2d InstanceNorm3d "
                                   "LazyInstanceNorm1d LazyInstanceNorm2d LazyInstanceNorm3d"),
                          "_InstanceNorm": _conv_more._InstanceNorm},
-        "linear": public("Bilinear Identity Linear LazyLinear"),
+        "linear": {**public("Bilinear Identity Linear LazyLinear"),
+                   "NonDynamicallyQuantizableLinear": _transformer.NonDynamicallyQuantizableLinear},
         "loss": {**public(
             "L1Loss NLLLoss NLLLoss2d PoissonNLLLoss GaussianNLLLoss KLDivLoss MSELoss "
             "BCELoss BCEWithLogitsLoss HingeEmbeddingLoss MultiLabelMarginLoss SmoothL1Loss "

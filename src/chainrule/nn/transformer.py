@@ -31,6 +31,11 @@ __all__ = ["MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder"
 _size = F._size
 
 
+class NonDynamicallyQuantizableLinear(Linear):
+    """``Linear`` under the name PyTorch gives ``MultiheadAttention.out_proj``'s class
+    (``torch.nn.modules.linear.NonDynamicallyQuantizableLinear``): the same layer."""
+
+
 # --- functional --------------------------------------------------------------------------
 
 def _additive_mask(mask, name, dtype, fname):
@@ -304,7 +309,8 @@ class MultiheadAttention(Module):
             self.in_proj_bias = _empty((3 * embed_dim,), dtype)
         else:
             self.register_parameter("in_proj_bias", None)
-        self.out_proj = Linear(embed_dim, embed_dim, bias=bias, dtype=dtype)
+        self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias,
+                                                        dtype=dtype)
         if add_bias_kv:
             self.bias_k = _empty((1, 1, embed_dim), dtype)
             self.bias_v = _empty((1, 1, embed_dim), dtype)
@@ -332,18 +338,6 @@ class MultiheadAttention(Module):
                     key_padding_mask, need_weights, attn_mask, not self._qkv_same_embed_dim,
                     self.q_proj_weight, self.k_proj_weight, self.v_proj_weight, None, None,
                     average_attn_weights, is_causal, self.batch_first, "MultiheadAttention")
-
-    def extra_repr(self):
-        s = f"embed_dim={self.embed_dim}, num_heads={self.num_heads}"
-        if not self._qkv_same_embed_dim:
-            s += f", kdim={self.kdim}, vdim={self.vdim}"
-        if self.dropout:
-            s += f", dropout={self.dropout}"
-        if self.bias_k is not None:
-            s += ", add_bias_kv=True"
-        if self.add_zero_attn:
-            s += ", add_zero_attn=True"
-        return s + f", batch_first={self.batch_first}"
 
 
 def _activation_fn(activation):
