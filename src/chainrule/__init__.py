@@ -49,6 +49,7 @@ from . import (  # noqa: E402
     func,
     linalg,
     masked,
+    multiprocessing,
     nn,
     optim,
     profiler,
@@ -62,6 +63,11 @@ from ._compat import is_nonzero as _is_nonzero  # noqa: E402
 from ._compat_names import REMOVED as _REMOVED  # noqa: E402
 from ._methods import install_more as _install_more  # noqa: E402
 from ._top_nn import *  # noqa: E402,F401,F403
+
+# tensors of nn's classes travel between processes through shared memory too
+for _cls in (nn.Parameter, nn.Buffer):
+    multiprocessing.register(_cls)
+del _cls
 
 # wiring across layers, done here at the top: Tensor methods that need the layers above
 # chainrule._methods, and autograd's spellings of chainrule._compat's names

@@ -897,8 +897,6 @@ def install_more(T, is_nonzero, removed, strided, functional):
     T.is_nonzero = is_nonzero
     T.is_same_size = lambda self, other: tuple(self.shape) == tuple(other.shape)
     T.is_signed = lambda self: dtype_kind(self.dtype) in "ifc"
-    T.share_memory_ = lambda self: self  # (NumPy memory is the process's: is_shared() False)
-    T.is_shared = lambda self: False
     T.resize_as_ = lambda self, the_template, *, memory_format=None: _resize(
         self, *the_template.shape)
     T.new = _legacy_new_method

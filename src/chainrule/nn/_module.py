@@ -566,8 +566,11 @@ class Module:
         return None
 
     def share_memory(self):
-        """PyTorch moves the tensors to shared memory for multiprocessing; chainrule's
-        loaders run in one process, so nothing changes. Returns self."""
+        """Move the parameters and buffers to shared memory (``Tensor.share_memory_``, see
+        :mod:`chainrule.multiprocessing`): processes given this module then update the same
+        values (Hogwild training). Returns self."""
+        for t in (*self.parameters(), *self.buffers()):
+            t.share_memory_()
         return self
 
     def cpu(self):
