@@ -437,7 +437,8 @@ def test_memory_queries_and_views():
     assert x.is_set_to(x) and x.is_set_to(x[:]) and not x.is_set_to(x[1:])
     assert x.dim_order() == (0,)
     assert cr.zeros(2, 3, 4).permute(2, 0, 1).dim_order() == (1, 2, 0)
-    assert x.share_memory_() is x and x.is_shared() is False
+    assert x.is_shared() is False and x.share_memory_() is x and x.is_shared() is True
+    np.testing.assert_array_equal(x.numpy(), np.arange(6.0))  # values kept
     assert cr.tensor([2.0]).is_nonzero() and not cr.tensor([0.0]).is_nonzero()
     r = cr.tensor([1.0, 2.0])
     assert r.resize_as_(cr.zeros(2, 2)) is r and r.shape == (2, 2)

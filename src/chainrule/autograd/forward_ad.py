@@ -144,12 +144,18 @@ def make_dual(tensor, tangent, *, level=None):
                            f"primal has shape {tuple(tensor.shape)}; they must match")
     check_grad_dtype(t.dtype, "tangent")
     dual = _view_at(tensor, level)
-    if isinstance(tangent, Tensor) and t.__class__ is data.__class__ and t.dtype == data.dtype:
+    if (isinstance(tangent, Tensor) and t.__class__ is data.__class__ and t.dtype == data.dtype
+            and (data.__class__ is not np.ndarray or _same_layout(t, data))):
         # no copy needed: the dual carries the tangent tensor itself, and unpack_dual gives
         # that very tensor back (as in PyTorch's forward-AD tutorial)
         set_tangent(dual, tangent, level)
     elif data.__class__ is np.ndarray:
-        set_tangent(dual, np.array(t, dtype=tensor.dtype), level)
+        # a tangent laid out differently from the primal (transposed, a slice of a larger
+        # array) is copied into a new array with the primal's layout, as PyTorch's: the
+        # dual's tangent then no longer aliases the tensor passed in
+        copy = np.empty_like(data)
+        copy[...] = t
+        set_tangent(dual, copy, level)
     else:  # on the primal's backend and device
         b = backend_of(data)
         if b.lazy and t.__class__ is np.ndarray:  # a NumPy tangent joins Dask lazily
@@ -163,6 +169,24 @@ def make_dual(tensor, tangent, *, level=None):
                                                    and tangent.requires_grad)):
         STATE.dual_recorded = STATE.dual_recorded | {level}
     return dual
+
+
+def _root(a):
+    while isinstance(a.base, np.ndarray):
+        a = a.base
+    return a
+
+
+def _same_layout(t, data):
+    """PyTorch's has_same_meta for two NumPy arrays of one shape and dtype: the same strides
+    (along the dims longer than one), offset into their base array and base array size."""
+    if any(n > 1 and st != sd for n, st, sd in zip(data.shape, t.strides, data.strides)):
+        return False
+    rt, rd = _root(t), _root(data)
+    if t.size == 0 or rt.nbytes != rd.nbytes:
+        return t.size == 0 and data.size == 0
+    return (t.__array_interface__["data"][0] - rt.__array_interface__["data"][0]
+            == data.__array_interface__["data"][0] - rd.__array_interface__["data"][0])
 
 
 def _view_at(tensor, level):

@@ -236,10 +236,13 @@ class FunctionNode(Node):
         if _jvp_only(fn):
             result = _backward_from_jvp(self, args, F, create_graph=graph)
         elif any(isinstance(g, Batched) for g in grads):  # a batch of cotangents
+            inside_vmap = in_vmap_evaluation()
             try:
                 with _state.no_grad(), vmap_evaluation():
                     result = _user_backward(fn)(ctx, *args)
             except NotBatchable as error:
+                if inside_vmap:  # vmap's evaluation of the whole batch (vmap(grad(f))):
+                    raise  # vmap then evaluates once per sample
                 raise Unbatchable(f"{fn.__name__}.backward cannot take a batch of "
                                   f"cotangents: {error}") from error
         else:
@@ -851,12 +854,15 @@ def _plain_jvp(cls, ctx, tangents, batch):
     with _state.no_grad():
         if not batch:
             return cls.jvp(ctx, *args)
+        inside_vmap = in_vmap_evaluation()
         try:  # a vmap rule: the jvp takes the whole batch of tangents
             with vmap_evaluation():
                 return cls.jvp(ctx, *args)
         except Exception as error:  # noqa: BLE001 - any failure on the batch (an op that
             # meets a batch it does not know): one tangent at a time instead, which gives
             # the answer, or the error, of separate passes
+            if inside_vmap and isinstance(error, NotBatchable):
+                raise  # vmap's evaluation of the whole batch: vmap goes once per sample
             raise Unbatchable(f"{cls.__name__}.jvp cannot take a batch of tangents: "
                               f"{error}") from error
 
