@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
 
 from . import _dispatch
 
@@ -118,9 +119,10 @@ def with_out(fn, name):
               f"    if out is None:\n"
               f"        return __fn({args})\n"
               f"    return __done(out, __name, __fn({args}))\n")
-    # compiled as this file's code, so that the frame is the library's (call-site
-    # diagnostics skip it and show the user's line)
-    exec(compile(source, __file__, "exec"), env)  # noqa: S102 - built from fn's own names
+    # a file name inside the package, so that the frame is the library's (call-site
+    # diagnostics skip it and show the user's line) and a traceback names it as generated
+    filename = os.path.join(os.path.dirname(__file__), f"<out= wrapper of {name}>")
+    exec(compile(source, filename, "exec"), env)  # noqa: S102 - built from fn's own names
     wrapper = env[name]
     wrapper.__doc__, wrapper.__module__ = fn.__doc__, fn.__module__
     wrapper.__qualname__ = name  # a call with wrong arguments fails here: "add() takes ..."
