@@ -362,8 +362,9 @@ _RANDOM_FILLS = {
 
 
 def _contiguous_copy(t):
-    out = ops.clone(t)
-    out._data = np.ascontiguousarray(out._data)  # clone keeps the layout; this one is C
+    out = ops.clone(t)  # clone keeps the layout; this copy is row-major (C)
+    d = out._data
+    out._data = np.ascontiguousarray(d) if d.__class__ is np.ndarray else d.copy(order="C")
     return out
 
 
