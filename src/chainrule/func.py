@@ -78,9 +78,12 @@ def _variable(x):
     x = _as_tensor(x)
     if x.requires_grad:
         return x.view(x.shape), True
-    if (getattr(x.dtype, "kind", None) or dtype_kind(x.dtype)) not in "fc":
+    kind = getattr(x.dtype, "kind", None) or dtype_kind(x.dtype)
+    if kind != "f":  # complex too: chainrule is real-valued (a complex leaf got 0s)
         raise RuntimeError(f"only Tensors of floating point dtype can require gradients; an "
-                           f"input to differentiate has dtype {x.dtype}")
+                           f"input to differentiate has dtype {x.dtype}" + (
+                               ". chainrule is real-valued: pass the real and imaginary "
+                               "parts as two real inputs" if kind == "c" else ""))
     leaf = wrap(x._data, requires_grad=True)
     t = _dual.tangent_of(x)
     if t is not None:
@@ -302,6 +305,14 @@ def grad(func, argnums=0, has_aux=False):
     return wrapper
 
 
+def _float_outputs(outs):
+    """torch.func's rule for vjp and jacrev: an integer or bool output has no cotangent."""
+    for o in outs:
+        if isinstance(o, Tensor) and dtype_kind(o.dtype) not in "fc":
+            raise RuntimeError("vjp(f, ...): All outputs of f must be floating-point or complex "
+                               f"Tensors, got Tensor with dtype {o.dtype}")
+
+
 def vjp(func, *primals, has_aux=False):
     """``(func(*primals), vjp_fn)``; ``vjp_fn(cotangents)`` returns one VJP per primal
     (``u^T J``: the shape of that primal), for cotangents shaped like the output pytree.
@@ -316,6 +327,7 @@ def vjp(func, *primals, has_aux=False):
         if has_aux:
             out, aux = _split_aux(out, "vjp(f, *primals)")
     outs, out_spec = tree_flatten(out)
+    _float_outputs(outs)
     inputs = [v for vs in flat for v in vs]
     record = record or (not off and _outer(outs, inputs))
     _finish(inputs)
@@ -589,6 +601,7 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_
             if has_aux:
                 out, aux = _split_aux(out, "jacrev(f)(*args)")
         outs, out_spec = tree_flatten(out)
+        _float_outputs(outs)
         outs = [_as_tensor(o) for o in outs]
         inputs = [v for vs in flat for v in vs]
         record = record or (not off and _outer(outs, inputs))
@@ -1082,6 +1095,15 @@ def linearize(func, *primals):
         if len(tangents) != len(primals):
             raise RuntimeError(f"linearize: jvp_fn expected {len(primals)} tangents (one per "
                                f"primal), got {len(tangents)}")
+        flat_p, flat_t = tree_flatten(primals)[0], tree_flatten(tangents)[0]
+        for i, (p, t) in enumerate(zip(flat_p, flat_t)):  # torch.func.linearize's checks
+            if isinstance(p, Tensor) and isinstance(t, Tensor):
+                for what, a, b in (("shape", tuple(t.shape), tuple(p.shape)),
+                                   ("dtype", t.dtype, p.dtype)):
+                    if a != b:
+                        raise RuntimeError(f"tangent:{i} with {what} {a} in flattened pytree "
+                                           f"doesn't match the {what} {b} of the "
+                                           "corresponding primal.")
         return jvp(func, primals, tangents)[1]
 
     return out, jvp_fn  # with its graph when primals (or tensors func closed over) have one

@@ -58,6 +58,15 @@ def _host(g, like, owned=False):
     return g if b.lazy else b.xp.asarray(g, copy=True)
 
 
+def _complex(g):
+    """The dtype of a complex cotangent ``g`` (a tensor, array or number), else None."""
+    d = g._data if isinstance(g, Tensor) else g
+    dtype = getattr(d, "dtype", None)
+    if dtype is None:
+        return np.dtype(complex) if isinstance(d, complex) else None
+    return dtype if dtype_kind(dtype) == "c" else None
+
+
 def _roots(outputs, grad_outputs, create_graph):
     roots, seeds = [], []
     for i, (out, g) in enumerate(zip(outputs, grad_outputs)):
@@ -82,6 +91,11 @@ def _roots(outputs, grad_outputs, create_graph):
                 )
             seed = (np.ones_like(out._data) if out._data.__class__ is np.ndarray
                     else backend_of(out._data).xp.ones_like(out._data))
+        elif _complex(g):  # casting it to the output's real dtype would drop its imaginary part
+            raise RuntimeError(
+                "For complex Tensors, both grad_output and output are required to have the "
+                f"same dtype. Mismatch in dtype: grad_output[{i}] has a dtype of "
+                f"{_complex(g)} and output[{i}] has a dtype of {out.dtype}.")
         elif out._data.__class__ is not np.ndarray:
             seed = g._data if isinstance(g, Tensor) else g
             seed = _host(seed, out._data) if hasattr(seed, "dtype") else \

@@ -574,7 +574,16 @@ class Function(metaclass=FunctionMeta):
                 wrapped.append(o)
                 meta.append(None)
                 continue
-            diff = id(o) not in ctx._non_differentiable and dtype_kind(o.dtype) == "f"
+            kind = dtype_kind(o.dtype)
+            diff = kind == "f" and id(o) not in ctx._non_differentiable
+            if kind == "c" and id(o) not in ctx._non_differentiable:
+                # PyTorch differentiates it; taking it as constant would drop its share of
+                # every gradient silently
+                raise RuntimeError(
+                    f"{cls.__name__}: output {i} is complex ({o.dtype}) and an input requires "
+                    "grad; chainrule is real-valued and does not differentiate through "
+                    "complex values. Return its real and imaginary parts as two real "
+                    "outputs, or mark it with ctx.mark_non_differentiable()")
             if any(o is d for d in ctx._dirty):
                 t = _dirty_output(cls, o)  # the input itself, changed in place by forward
             else:
