@@ -175,3 +175,32 @@ def test_autograd_functional_defaults_and_gradcheck_on_the_device():
         assert cr.autograd.gradcheck(lambda a: a.exp(), (x,), fast_mode=True)
     assert cr.autograd.gradgradcheck(lambda a: (a.sin() * a).sum(), (x,))
 
+
+
+def test_as_tensor_moves_to_a_device_and_keeps_the_history():
+    host = np.arange(3.0)
+    same = cr.as_tensor(host, device="cpu")
+    same[0] = 5.0  # shares the array on the CPU, as PyTorch
+    assert host[0] == 5.0
+    x = cr.tensor([1.0, 2.0], requires_grad=True)
+    assert cr.as_tensor(x) is x and cr.as_tensor(x, device="cpu") is x
+    y = cr.as_tensor(x, device=DEV)  # a recorded move: the gradient comes back
+    assert str(y.device) == str(cr.device(DEV)) and y.requires_grad
+    (y * y).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [2.0, 4.0])  # d/dx sum(x^2) = 2x
+    with pytest.raises(RuntimeError, match="as_tensor: device 'mps' is not available"):
+        cr.as_tensor(host, device="mps")
+
+
+def test_implicit_differentiation_on_a_device_says_it_runs_on_numpy_only():
+    from chainrule.autograd.implicit import root
+
+    p = cr.tensor([2.0, 3.0], device=DEV, requires_grad=True)
+    with pytest.raises(NotImplementedError, match="root: implicit differentiation solves "
+                                                  "with NumPy and SciPy only"):
+        root(lambda x, q: x ** 3 - q, cr.tensor(np.cbrt([2.0, 3.0]), device=DEV), p)
+    # on the CPU the same root has the implicit gradient dx/dp = 1 / (3 x^2)
+    pc = cr.tensor([2.0, 3.0], requires_grad=True)
+    x = root(lambda x, q: x ** 3 - q, cr.tensor(np.cbrt([2.0, 3.0])), pc)
+    x.sum().backward()
+    np.testing.assert_allclose(pc.grad.numpy(), 1 / (3 * np.cbrt([2.0, 3.0]) ** 2))

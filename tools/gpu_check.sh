@@ -4,11 +4,13 @@
 # 1. every table sample on CuPy: forward, VJP, second-order VJP and JVP against NumPy
 #    (tests/backends.py cupy; the failing samples go to $OUT/cupy_samples.txt);
 # 2. the GPU tests of the suite (tests/test_backends.py: the CuPy cases and the GPU MLP;
-#    tests/test_device_*.py, written for array-api-strict's device, on the GPU: not yet
-#    run there);
+#    tests/test_device_*.py, written for array-api-strict's device, on the GPU);
 # 3. examples/gpu_mlp.py, the digits MLP trained on the GPU (its timing and accuracy);
 # 4. bench/gpu_mlp_step.py: an MLP step, chainrule on CuPy beside PyTorch on CUDA and the
-#    step written by hand in CuPy.
+#    step written by hand in CuPy;
+# 5. tools/device_diff/run.py: ~1,400 calls (ops, nn modules and functionals, distributions;
+#    the nn ones again in float32) on the CPU and on cuda:0, outputs, gradients, buffers and
+#    devices compared (the non-ok calls and the summaries go to $OUT/device_diff.txt).
 # Set PYTHON to the interpreter that has CuPy (default python3); chainrule runs from src/.
 set -u
 OUT=${OUT:-/tmp/gpu_check}
@@ -30,3 +32,5 @@ CHAINRULE_TEST_DEVICE=cuda:0 timeout "${TESTS_TIMEOUT:-240}" "$PY" -m pytest -q 
     | tee "$OUT/device_tests.txt" | tail -n 15
 timeout "${MLP_TIMEOUT:-120}" "$PY" examples/gpu_mlp.py 2>&1 | tee "$OUT/gpu_mlp.txt" | tail -n 15
 timeout "${BENCH_TIMEOUT:-150}" "$PY" bench/gpu_mlp_step.py 2>&1 | tee "$OUT/gpu_bench.txt" | tail -n 12
+DEV=cuda:0 timeout "${DIFF_TIMEOUT:-240}" "$PY" tools/device_diff/run.py 2>&1 \
+    | tee "$OUT/device_diff.txt" | tail -n 12

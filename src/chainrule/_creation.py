@@ -251,9 +251,15 @@ def _not_numeric(data, array, op):
     raise TypeError(f"{op}: invalid data type {type(data).__name__!r} (got {data!r:.60})")
 
 
-def as_tensor(data, dtype=None):
-    """Share memory with ``data`` when it already is an ndarray of ``dtype``; a Tensor is
-    returned as is (converted if ``dtype`` differs)."""
+def as_tensor(data, dtype=None, device=None):
+    """Share memory with ``data`` when it already is an ndarray of ``dtype`` on ``device``;
+    a Tensor is returned as is, or converted (``to(dtype)``, ``to(device)``: recorded, so
+    the history is kept, as PyTorch) where its dtype or device differs. RuntimeError for a
+    device that is not available (see :func:`tensor`)."""
+    _check_device(device, "as_tensor")
+    if device is not None:
+        t = as_tensor(data, dtype)
+        return t if t.device == _device(device) else t.to(device)
     if isinstance(data, Tensor):
         if dtype is None or numpy_dtype(data.dtype) == numpy_dtype(dtype):
             return data

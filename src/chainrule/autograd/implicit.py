@@ -37,6 +37,7 @@ import scipy.sparse.linalg as spla
 
 from .. import _state
 from .._tensor import Tensor, wrap
+from ..backend import backend_of
 from .function import Function
 
 __all__ = ["root", "custom_root", "fixed_point"]
@@ -214,6 +215,9 @@ def root(F, x_star, *params, solve="dense", tol=1e-10, maxiter=None, residual_to
     ------
     TypeError
         ``F`` does not return a Tensor.
+    NotImplementedError
+        ``x_star`` or a param lives on another backend than NumPy (a GPU, Dask): the
+        backward's solves run on NumPy and SciPy.
     ValueError
         The residual's shape is not ``S``; ``x_star`` is not a root (``residual_tol``);
         ``solve`` is unknown.
@@ -226,6 +230,12 @@ def root(F, x_star, *params, solve="dense", tol=1e-10, maxiter=None, residual_to
         raise ValueError(f"solve must be one of {_SOLVES} or a callable solve(matvec, b), "
                          f"got {solve!r}")
     data = x_star._data if isinstance(x_star, Tensor) else np.asarray(x_star)
+    for d in [data] + [p._data for p in params if isinstance(p, Tensor)]:
+        if not isinstance(d, (np.ndarray, np.generic)):
+            raise NotImplementedError(
+                f"root: implicit differentiation solves with NumPy and SciPy only, so it "
+                f"cannot run on the {backend_of(d).name} backend; move x_star and params to "
+                "the CPU (.cpu()) and the result back")
     if data.dtype.kind != "f":
         data = data.astype(np.float64)
     options = dict(solve=solve, tol=tol, maxiter=maxiter, residual_tol=residual_tol)
