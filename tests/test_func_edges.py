@@ -182,3 +182,29 @@ def test_linearize_refuses_tangents_of_another_shape_or_dtype():
         _, tfn = torch.func.linearize(lambda v: v.sin() * v, torch.tensor(X))
         with pytest.raises(RuntimeError, match="doesn't match the dtype"):
             tfn(torch.ones(3, dtype=torch.float32))
+
+
+def test_a_custom_backward_may_return_integer_gradients_but_not_complex_ones():
+    def make(grad):
+        class Twice(cr.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 2
+
+            @staticmethod
+            def backward(ctx, g):
+                return grad
+
+        return Twice
+
+    # an integer or bool gradient is cast to the input's dtype, as PyTorch's engine does
+    # (before: TypeError)
+    for grad in (cr.tensor([1, 2, 3]), cr.tensor([True, False, True])):
+        x = cr.tensor(X, requires_grad=True)
+        make(grad).apply(x).sum().backward()
+        assert x.grad.dtype == cr.float64
+        np.testing.assert_array_equal(x.grad.numpy(), grad.numpy().astype(float))
+    x = cr.tensor(X, requires_grad=True)
+    with pytest.raises(TypeError, match="gradient of dtype complex128 for input 0"):
+        make(cr.tensor(Z.tolist() + [0j])).apply(x).sum().backward()
+    assert x.grad is None

@@ -307,7 +307,7 @@ class FunctionNode(Node):
                     f"{i}, which has shape {tuple(shape)}: the gradient of an input must have "
                     "that input's shape"
                 )
-            if dtype_kind(g.dtype) != "f":
+            if dtype_kind(g.dtype) not in "fbiu":  # integers and bools are cast, as PyTorch
                 raise TypeError(f"{name}.backward returned a gradient of dtype {g.dtype} for "
                                 f"input {i}; expected a float dtype ({dtype})")
             if keep_tensors:
