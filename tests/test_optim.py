@@ -119,6 +119,14 @@ def test_lbfgs_minimises_a_quadratic():
 
     one.step(closure1)
     np.testing.assert_allclose(y.detach().numpy(), b / np.abs(b).sum(), rtol=1e-14)
+    assert "al" not in one.state[y]  # PyTorch makes it at the first two-loop recursion
+    # the state keeps PyTorch's keys; 'al' holds the two-loop recursion's coefficients
+    # al_i = rho_i s_i^T q of the last step, one slot per remembered pair
+    state = opt.state[x]
+    assert set(state) == {"func_evals", "n_iter", "d", "t", "old_dirs", "old_stps", "ro",
+                          "H_diag", "prev_flat_grad", "prev_loss", "al"}
+    assert len(state["al"]) == 100  # history_size
+    assert state["al"][0] is not None and state["al"][-1] is None
     with pytest.raises(RuntimeError, match="only 'strong_wolfe' is supported"):  # as torch
         optim.LBFGS([y], line_search_fn="backtracking")
 

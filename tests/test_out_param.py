@@ -84,3 +84,52 @@ def test_functions_with_their_own_out_are_not_wrapped():
         fn = getattr(cr, name)
         assert _out_param.with_out(fn, name) is fn
     assert all(hasattr(cr, n) for n in _out_param.NAMES)
+
+
+# functions whose out= must have the result's dtype exactly in PyTorch 2.13 (index results
+# int64, tests bool, many kernels exact) beside ones that cast
+EXACT = [
+    ("argmax", lambda m, a, f: m.argmax(a, 1, out=f(2))),
+    ("max", lambda m, a, f: m.max(a, 1, out=(f(2), m.zeros(2, dtype=m.int64)))),
+    ("sort", lambda m, a, f: m.sort(a, 1, out=(m.zeros(2, 2, dtype=a.dtype), f(2, 2)))),
+    ("isposinf", lambda m, a, f: m.isposinf(a, out=f(2, 2))),
+    ("any", lambda m, a, f: m.any(a, 1, out=f(2))),
+    ("mm", lambda m, a, f: m.mm(a, a, out=f(2, 2))),
+    ("floor", lambda m, a, f: m.floor(a, out=f(2, 2))),
+    ("where", lambda m, a, f: m.where(a > 0, a, a, out=f(2, 2))),
+]
+
+
+@pytest.mark.parametrize("name, call", EXACT, ids=[c[0] for c in EXACT])
+def test_out_of_another_dtype_is_refused_where_pytorch_refuses_it(name, call):
+    made = []
+
+    def f32(*shape):  # every out made, filled with 9s
+        made.append(cr.full(shape, 9.0, dtype=cr.float32))
+        return made[-1]
+
+    with pytest.raises(RuntimeError, match="Expected out tensor to have dtype"):
+        call(cr, cr.tensor(A), f32)
+    assert all((o.numpy() == 9.0).all() for o in made)  # left as they were
+    if torch is not None:
+        with pytest.raises(RuntimeError):
+            call(torch, torch.tensor(A), lambda *s: torch.zeros(*s, dtype=torch.float32))
+
+
+def test_out_of_another_dtype_is_cast_where_pytorch_casts():
+    for call, want in ((lambda o: cr.add(cr.tensor(A), cr.tensor(B), out=o), A + B),
+                       (lambda o: cr.sum(cr.tensor(A), 1, out=o), A.sum(1)),
+                       (lambda o: cr.exp(cr.tensor(A), out=o), np.exp(A))):
+        out = cr.empty(0, dtype=cr.float32)
+        assert call(out) is out and out.dtype == cr.float32
+        np.testing.assert_allclose(out.numpy(), want.astype(np.float32), rtol=1e-7)
+    o = cr.zeros(2, dtype=cr.bool)
+    cr.all(cr.tensor(A), 1, out=o)  # all/any take out= (they refused it)
+    np.testing.assert_array_equal(o.numpy(), (A != 0).all(1))
+
+
+def test_a_tuple_out_is_written_only_when_every_entry_can_take_its_result():
+    values, indices = cr.full((2, 2), 9.0), cr.full((2, 2), 9.0, dtype=cr.float32)
+    with pytest.raises(RuntimeError, match="dtype long int, but got float"):
+        cr.sort(cr.tensor(A), 1, out=(values, indices))  # the indices' out is float32
+    assert (values.numpy() == 9.0).all()  # the values' out, right in dtype, was not written

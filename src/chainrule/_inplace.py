@@ -393,6 +393,37 @@ def _dual_base(root, t):
     return best
 
 
+# PyTorch's functions whose out= must have the result's dtype exactly, where the others
+# cast (measured against torch 2.13: add, exp, sum, cat, pow, ... cast; these raise)
+_EXACT_OUT = frozenset((
+    "max", "min", "sort", "msort", "topk", "kthvalue", "median", "nanmedian", "mode",
+    "cummax", "cummin", "amax", "amin", "matmul", "mm", "bmm", "baddbmm", "addbmm", "addmm",
+    "addmv", "mv", "chain_matmul", "matrix_power", "inverse", "dot", "vdot", "inner", "where",
+    "gather", "take_along_dim", "index_select", "masked_select", "diag", "tril", "triu",
+    "clamp", "clip", "quantile", "nanquantile", "norm", "cross", "histc", "histogram",
+    "logcumsumexp", "renorm", "nan_to_num", "heaviside", "float_power", "round", "sign", "sgn",
+    "frac", "floor", "ceil", "trunc", "fix", "neg", "negative", "abs", "absolute",
+    "conj_physical", "argmax", "argmin", "multinomial", "searchsorted", "bucketize",
+    "isposinf", "isneginf", "signbit", "all", "any"))
+_C_NAMES = {"int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
+            "uint8": "unsigned char", "float64": "double", "float32": "float",
+            "float16": "c10::Half", "bool": "bool", "complex64": "c10::complex<float>",
+            "complex128": "c10::complex<double>"}
+
+
+_EXACT_IN_TUPLE_ONLY = frozenset(("max", "min", "median", "nanmedian"))  # (values, indices)
+
+
+def _exact_out_dtype(name, src, dst, in_tuple):
+    """RuntimeError where PyTorch's ``name`` takes no ``out`` of another dtype than its
+    result's ``src`` (its indices int64, its tests bool, most of its kernels exact; max and
+    min over a dim, not of two tensors or of everything)."""
+    if name in _EXACT_OUT and (in_tuple or name not in _EXACT_IN_TUPLE_ONLY):
+        raise RuntimeError(f"{name}: Expected out tensor to have dtype "
+                           f"{_C_NAMES.get(src.name, src.name)}, but got "
+                           f"{_C_NAMES.get(dst.name, dst.name)} instead")
+
+
 def write_out(out, result, name):
     """PyTorch's ``out=``: ``result`` written into ``out`` (resized first where its shape
     differs), and ``out`` returned; a tuple ``out`` takes a tuple result entry by entry
@@ -403,8 +434,15 @@ def write_out(out, result, name):
         if not isinstance(out, (tuple, list)) or len(out) != len(result):
             raise TypeError(f"{name}(): argument 'out' must be a tuple of {len(result)} "
                             f"Tensors, not {type(out).__name__}")
-        outs = [write_out(o, r, name) for o, r in zip(out, result)]
+        for o, r in zip(out, result):  # every entry checked before any is written
+            _check_out(o, r, name, True)
+        outs = [_write_checked(o, r, name) for o, r in zip(out, result)]
         return type(result)(*outs) if hasattr(result, "_fields") else tuple(outs)
+    _check_out(out, result, name, False)
+    return _write_checked(out, result, name)
+
+
+def _check_out(out, result, name, in_tuple):
     if not isinstance(out, Tensor):
         raise TypeError(f"{name}(): argument 'out' (position 1) must be Tensor, not "
                         f"{type(out).__name__}")
@@ -413,9 +451,14 @@ def write_out(out, result, name):
                            "automatic differentiation, but one of the arguments requires "
                            "grad.")
     src, dst = np.dtype(numpy_dtype(result.dtype)), np.dtype(numpy_dtype(out.dtype))
+    if src != dst:
+        _exact_out_dtype(name, src, dst, in_tuple)
     if not torch_can_cast(src, dst):
         raise RuntimeError(f"{name}: result type {_torch_name(src)} can't be cast to the "
                            f"desired output type {_torch_name(dst)}")
+
+
+def _write_checked(out, result, name):
     if tuple(out.shape) != tuple(result.shape):
         out.resize_(tuple(result.shape))
     return write_in_place(out, result, name)

@@ -596,10 +596,7 @@ isreal = _truth("isreal", "Whether each entry is real: all True (chainrule's ten
 
 
 def _reduce_truth(name):
-    def fn(input, dim=None, keepdim=False, *, out=None):
-        if out is not None:
-            raise TypeError(f"{name}: out= is not supported (chainrule's ops return new "
-                            "tensors)")
+    def fn(input, dim=None, keepdim=False):  # chainrule.all/any take out= (_out_param)
         x = input if isinstance(input, Tensor) else wrap(np.asarray(input))
         d = x._data
         axis = tuple(dim) if isinstance(dim, (list, tuple)) else dim

@@ -426,7 +426,7 @@ class LBFGS(Optimizer):
                     ro.append(1.0 / ys)
                     H_diag = ys / y.dot(y)
                 num_old = len(old_dirs)
-                al = [None] * num_old
+                al = _unwrap(state.get("al")) or [None] * history_size  # kept, as PyTorch's
                 q = -flat_grad
                 for i in range(num_old - 1, -1, -1):
                     al[i] = old_stps[i].dot(q) * ro[i]
@@ -472,6 +472,8 @@ class LBFGS(Optimizer):
         state.update(d=_wrap(d), t=t, old_dirs=_wrap(old_dirs), old_stps=_wrap(old_stps),
                      ro=_wrap(ro), H_diag=_wrap(H_diag), prev_flat_grad=_wrap(prev_flat_grad),
                      prev_loss=prev_loss)
+        if state["n_iter"] > 1:
+            state["al"] = _wrap(al)
         return orig_loss
 
 
