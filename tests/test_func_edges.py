@@ -208,3 +208,22 @@ def test_a_custom_backward_may_return_integer_gradients_but_not_complex_ones():
     with pytest.raises(TypeError, match="gradient of dtype complex128 for input 0"):
         make(cr.tensor(Z.tolist() + [0j])).apply(x).sum().backward()
     assert x.grad is None
+
+
+@pytest.mark.parametrize("call, where", [
+    (lambda f, x: F.vjp(f, x), "vjp"), (lambda f, x: F.jacrev(f)(x), "vjp"),
+    (lambda f, x: F.jvp(f, (x,), (cr.ones(3),)), "jvp"), (lambda f, x: F.jacfwd(f)(x), "jvp"),
+], ids=["vjp", "jacrev", "jvp", "jacfwd"])
+@pytest.mark.parametrize("other", [None, 2.0, "s"], ids=["None", "float", "str"])
+def test_an_output_that_is_not_a_tensor_raises_as_torch_func(call, where, other):
+    # before: jacrev and jacfwd gave None (and a number) a zero Jacobian, vjp and jvp failed
+    # with AttributeError
+    with pytest.raises(RuntimeError, match=f"{where}\\(f, .*expected f\\(\\*primals\\) to "
+                                           "return only tensors, got unsupported type"):
+        call(lambda v: (v.sin(), other), cr.tensor(X))
+    # a function returning tensors only: the Jacobian of sin is diag(cos x)
+    J = F.jacrev(lambda v: v.sin())(cr.tensor(X))
+    np.testing.assert_allclose(J.numpy(), np.diag(np.cos(X)))
+    if torch is not None:
+        with pytest.raises(RuntimeError, match="to return only tensors"):
+            torch.func.jacrev(lambda v: (v.sin(), other))(torch.tensor(X))

@@ -305,10 +305,23 @@ def grad(func, argnums=0, has_aux=False):
     return wrapper
 
 
-def _float_outputs(outs):
-    """torch.func's rule for vjp and jacrev: an integer or bool output has no cotangent."""
+_VJP, _JVP = "vjp(f, *primals)", "jvp(f, primals, tangents)"
+
+
+def _tensor_outputs(outs, where):
+    """torch.func's rule: every output leaf is a Tensor (None, a number, a string raise)."""
     for o in outs:
-        if isinstance(o, Tensor) and dtype_kind(o.dtype) not in "fc":
+        if not isinstance(o, Tensor):
+            raise RuntimeError(f"{where}: expected f(*primals) to return only tensors, got "
+                               f"unsupported type {type(o)}")
+
+
+def _float_outputs(outs):
+    """torch.func's rules for vjp and jacrev: every output is a Tensor, and an integer or
+    bool one has no cotangent."""
+    _tensor_outputs(outs, _VJP)
+    for o in outs:
+        if dtype_kind(o.dtype) not in "fc":
             raise RuntimeError("vjp(f, ...): All outputs of f must be floating-point or complex "
                                f"Tensors, got Tensor with dtype {o.dtype}")
 
@@ -388,6 +401,7 @@ def _jvp(func, primals, tangents, strict, has_aux):
         if has_aux:
             out, aux = _split_aux(out, "jvp(f, primals, tangents)")
         outs, spec = tree_flatten(out)
+        _tensor_outputs(outs, _JVP)
         if _outer_graph(outs + _tensor_leaves(aux), ()):
             # func closed over a tensor that an outer grad (or plain autograd) differentiates:
             # the tangents (and aux) must carry that graph too, so again by reverse mode
@@ -425,7 +439,7 @@ def _jvp_by_reverse(func, primals, tangents, strict, has_aux):
         if has_aux:
             out, aux = _split_aux(out, "jvp(f, primals, tangents)")
         outs, spec = tree_flatten(out)
-        outs = [_as_tensor(o) for o in outs]
+        _tensor_outputs(outs, _JVP)
         inputs = [v for vs in flat for v in vs]
         ts = [_as_tensor(t) for tr in tangents for t in tree_flatten(tr)[0]]
         live = [o for o in outs if o.requires_grad]
@@ -602,7 +616,6 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_
                 out, aux = _split_aux(out, "jacrev(f)(*args)")
         outs, out_spec = tree_flatten(out)
         _float_outputs(outs)
-        outs = [_as_tensor(o) for o in outs]
         inputs = [v for vs in flat for v in vs]
         record = record or (not off and _outer(outs, inputs))
         _finish(inputs)
@@ -700,7 +713,7 @@ def jacfwd(func, argnums=0, *, has_aux=False, randomness="error"):
         tans, sizes = _one_hot_batches([v.shape for v in inputs], [v.dtype for v in inputs])
 
         outs, out_tans = jvp_columns(flat_func, inputs, tans)
-        outs = [_as_tensor(o) for o in outs]
+        _tensor_outputs(outs, _JVP)
         if _outer_graph(outs + _tensor_leaves(seen.get("aux")), inputs):
             # func closed over a tensor that an outer grad (or plain autograd)
             # differentiates: the columns (and aux) must carry that graph, so again by
