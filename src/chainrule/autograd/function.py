@@ -838,8 +838,8 @@ def _user_jvp(cls, ctx, stored, recorded, outer):
         # A user's jvp takes one tangent per input; chainrule.func then runs one column at a
         # time instead of a batch.
         raise Unbatchable(f"{cls.__name__}.jvp cannot take a batch of tangents")
-    if cls.jvp is Function.jvp:
-        raise RuntimeError(
+    if cls.jvp is Function.jvp:  # NotImplementedError (a RuntimeError), as PyTorch
+        raise NotImplementedError(
             f"forward-mode AD through {cls.__name__} needs a static method "
             f"jvp(ctx, *tangents) returning the output tangent(s); {cls.__name__} defines only "
             "forward and backward"
