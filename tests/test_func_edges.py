@@ -227,3 +227,22 @@ def test_an_output_that_is_not_a_tensor_raises_as_torch_func(call, where, other)
     if torch is not None:
         with pytest.raises(RuntimeError, match="to return only tensors"):
             torch.func.jacrev(lambda v: (v.sin(), other))(torch.tensor(X))
+
+
+def test_tangents_and_cotangents_must_match_the_structure_they_stand_for():
+    x = cr.tensor(X)
+    # before: a primal given two tangents took the first silently
+    with pytest.raises(RuntimeError, match="Expected primals and tangents to have the same "
+                                           "python structure"):
+        F.jvp(lambda v: v.sin(), (x,), ((x, x),))
+    with pytest.raises(RuntimeError, match="pytree structure of cotangents"):
+        F.vjp(lambda v: (v, v * 2), x)[1](x)  # one cotangent for two outputs
+    # matching ones: J t = cos(x) t, and u^T J = u1 + 2 u2 for outputs (x, 2x)
+    _, t = F.jvp(lambda v: v.sin(), (x,), (cr.ones(3),))
+    np.testing.assert_allclose(t.numpy(), np.cos(X))
+    (g,) = F.vjp(lambda v: (v, v * 2), x)[1]((cr.ones(3), cr.ones(3)))
+    np.testing.assert_allclose(g.numpy(), np.full(3, 3.0))
+    if torch is not None:
+        tx = torch.tensor(X)
+        with pytest.raises(RuntimeError, match="same python structure"):
+            torch.func.jvp(lambda v: v.sin(), (tx,), ((tx, tx),))

@@ -347,8 +347,10 @@ def vjp(func, *primals, has_aux=False):
 
     def vjp_fn(cotangents):
         cots, spec = tree_flatten(cotangents)
-        if len(cots) != len(outs):
-            raise ValueError(f"vjp_fn: got {len(cots)} cotangents for {len(outs)} outputs")
+        if len(cots) != len(outs):  # (a list for a tuple of outputs is taken, unlike torch)
+            raise RuntimeError("Expected pytree structure of cotangents to be the same as "
+                               "pytree structure of outputs to the function: got "
+                               f"{len(cots)} cotangents for {len(outs)} outputs")
         pairs = [(o, c) for o, c in zip(outs, cots) if o.requires_grad]
         if not pairs:
             grads = [_zeros_as(v) for v in inputs]
@@ -375,10 +377,13 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
     _check_tuple(primals, "primals", "jvp(f, primals, tangents)")
     _check_tuple(tangents, "tangents", "jvp(f, primals, tangents)")
     primals, tangents = tuple(primals), tuple(tangents)
-    if len(primals) != len(tangents):
-        raise RuntimeError(f"jvp(f, primals, tangents): Expected primals and tangents to have "
-                           f"the same length, got {len(primals)} primals and {len(tangents)} "
-                           "tangents")
+    if len(primals) != len(tangents) or any(
+            len(tree_flatten(p)[0]) != len(tree_flatten(t)[0]) for p, t in zip(primals, tangents)):
+        raise RuntimeError("jvp(f, primals, tangents): Expected primals and tangents to have "
+                           "the same python structure: got primals "
+                           f"{_describe(primals)} ({len(tree_flatten(primals)[0])} tensors) and "
+                           f"tangents {_describe(tangents)} "
+                           f"({len(tree_flatten(tangents)[0])} tensors)")
     if _no_outer_grad():  # the results are constants for an outer graph
         result = _jvp(func, _detached(primals), tangents, strict, has_aux)
         return tuple(_detach_tree(r, False) for r in result)
