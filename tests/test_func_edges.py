@@ -246,3 +246,19 @@ def test_tangents_and_cotangents_must_match_the_structure_they_stand_for():
         tx = torch.tensor(X)
         with pytest.raises(RuntimeError, match="same python structure"):
             torch.func.jvp(lambda v: v.sin(), (tx,), ((tx, tx),))
+
+
+def test_vmap_over_an_empty_batch_gives_empty_results_of_the_right_shape():
+    # jacrev inside vmap has no batched whole-batch evaluation here; over an empty batch
+    # there is no sample to evaluate either (before: RuntimeError). One sample's Jacobian of
+    # sin on R^3 is 3 x 3, so the batch of none is 0 x 3 x 3 (PyTorch's shape)
+    J = F.vmap(F.jacrev(lambda v: v.sin()))(cr.zeros(0, 3))
+    assert tuple(J.shape) == (0, 3, 3) and J.dtype == cr.float64
+    J = F.vmap(F.jacrev(lambda v: v.sin()), out_dims=1)(cr.zeros(0, 3))
+    assert tuple(J.shape) == (3, 0, 3)
+    # the same function over a batch of two: diag(cos x) per sample
+    J2 = F.vmap(F.jacrev(lambda v: v.sin()))(cr.tensor(np.stack([X, 2 * X])))
+    np.testing.assert_allclose(J2.numpy(), np.stack([np.diag(np.cos(X)), np.diag(np.cos(2 * X))]))
+    if torch is not None:
+        tJ = torch.func.vmap(torch.func.jacrev(lambda v: v.sin()))(torch.zeros(0, 3))
+        assert tuple(tJ.shape) == (0, 3, 3)

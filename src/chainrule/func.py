@@ -952,11 +952,8 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
         if B == 0:  # no sample to evaluate: the whole (empty) batch at once, as PyTorch
             empty = _vmap_batched(func, [x.detach() if isinstance(x, Tensor) else x
                                          for x in leaves], dims, spec, B, kwargs, out_dims)
-            if empty is None:
-                raise RuntimeError("vmap: the batch is empty (size 0) and func cannot be "
-                                   "evaluated on it as a whole (an op met has no batched "
-                                   "version), nor once per sample")
-            return empty
+            return empty if empty is not None else _vmap_empty(
+                func, leaves, dims, spec, kwargs, out_dims, randomness)
         real = _real_generator() if randomness == "same" else None
         state = real.bit_generator.state if randomness == "same" else None
         results = []
@@ -980,6 +977,28 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
         return stacked
 
     return wrapped
+
+
+def _vmap_empty(func, leaves, dims, spec, kwargs, out_dims, randomness):
+    """vmap over an empty batch that cannot run as a whole (an op met has no batched
+    version): ``func`` once on a stand-in sample (zeros of one sample's shape and dtype),
+    for its outputs' shapes, and those outputs with an empty batch dim (PyTorch's shapes)."""
+    stand_in = [x if d is None else _creation.zeros(
+        tuple(n for i, n in enumerate(x.shape) if i != d % x.ndim), dtype=x.dtype,
+        device=x.device) for x, d in zip(leaves, dims)]
+    try:
+        with _NoRandomness() if randomness == "error" else _NO_GUARD:
+            one = func(*tree_unflatten(stand_in, spec), **kwargs)
+    except Exception as e:
+        raise RuntimeError("vmap: the batch is empty (size 0) and func cannot be evaluated "
+                           "on it as a whole (an op met has no batched version); evaluated "
+                           "on a stand-in sample of zeros for its output shapes, it raised "
+                           f"{type(e).__name__}: {e}") from e
+    stacked = _stack_samples([one], out_dims)
+    outs, out_spec = tree_flatten(stacked)
+    odims = _dims_for(out_dims, one, "out_dims")
+    return tree_unflatten([o if d is None else o.narrow(d % o.ndim, 0, 0)
+                           for o, d in zip(outs, odims)], out_spec)
 
 
 def _why_per_sample(leaves, dims, randomness):
