@@ -262,3 +262,32 @@ def test_vmap_over_an_empty_batch_gives_empty_results_of_the_right_shape():
     if torch is not None:
         tJ = torch.func.vmap(torch.func.jacrev(lambda v: v.sin()))(torch.zeros(0, 3))
         assert tuple(tJ.shape) == (0, 3, 3)
+
+
+def test_autograd_functional_hessian_hvp_and_a_default_v_want_a_scalar_function():
+    x = cr.tensor(X)
+    cube_sum = lambda v: (v ** 3).sum()  # noqa: E731  Hessian diag(6x)
+    # hessian of a vector function raised nothing (it returned the 3-tensor of second
+    # derivatives); PyTorch's autograd.functional.hessian wants one element
+    with pytest.raises(RuntimeError, match="function given to hessian should contain a "
+                                           "single element"):
+        AF.hessian(lambda v: v ** 3, x)
+    with pytest.raises(RuntimeError, match="function given to hvp should contain"):
+        AF.hvp(lambda v: v ** 3, x, x)
+    with pytest.raises(RuntimeError, match="function given to vhp should contain"):
+        AF.vhp(lambda v: v ** 3, x, x)
+    # vjp without v of a vector function used ones (a sum of the rows): v is needed
+    with pytest.raises(RuntimeError, match="v can only be None if the user-provided function "
+                                           "returns a single Tensor with a single element"):
+        AF.vjp(lambda v: v ** 3, x)
+    # one element in any shape is a scalar: the Hessian keeps the input's shape twice
+    np.testing.assert_allclose(AF.hessian(lambda v: cube_sum(v).reshape(1), x).numpy(),
+                               np.diag(6 * X))
+    np.testing.assert_allclose(AF.hvp(cube_sum, x, cr.ones(3))[1].numpy(), 6 * X)
+    np.testing.assert_allclose(AF.vjp(cube_sum, x)[1].numpy(), 3 * X ** 2)
+    if torch is not None:
+        th = torch.autograd.functional.hessian(lambda v: (v ** 3).sum().reshape(1),
+                                               torch.tensor(X))
+        np.testing.assert_allclose(th.numpy(), np.diag(6 * X))
+        with pytest.raises(RuntimeError, match="should contain a single element"):
+            torch.autograd.functional.hessian(lambda v: v ** 3, torch.tensor(X))

@@ -184,6 +184,21 @@ def _check_strict_hessian(func, xs, strict, create_graph, vectorize, strategy):
     _strict_blocks(tuple(g), leaves, create_graph)
 
 
+def _scalar(func, name, squeeze=False):
+    """``func`` checked to return one Tensor of one element (PyTorch's rule for hessian,
+    hvp and vhp; a Jacobian of the Jacobian is ``chainrule.func.hessian``'s); with
+    ``squeeze`` that element as a 0-d tensor (hessian's shape is then ``I + I``)."""
+    def checked(*args):
+        out = func(*args)
+        if not isinstance(out, Tensor):
+            raise RuntimeError(f"The function given to {name} should return a single Tensor")
+        if out.numel() != 1:
+            raise RuntimeError(f"The Tensor returned by the function given to {name} should "
+                               f"contain a single element (got shape {tuple(out.shape)})")
+        return out.reshape(()) if squeeze else out
+    return checked
+
+
 def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
              strategy="reverse-mode"):
     """The Jacobian of ``func`` at ``inputs``: for output shape ``O`` and input shape ``I``,
@@ -214,7 +229,8 @@ def hessian(func, inputs, create_graph=False, strict=False, vectorize=False,
     # the outer Jacobian as PyTorch's strategy says: reverse mode (the default, by double
     # backward: no jvp rule needed, as a custom Function without one) or forward mode
     outer = _func.jacrev if outer_jacobian_strategy == "reverse-mode" else _func.jacfwd
-    h = _results(outer(_func.jacrev(func, argnums=nums), argnums=nums)(*xs), create_graph)
+    gradient = _func.jacrev(_scalar(func, "hessian", squeeze=True), argnums=nums)
+    h = _results(outer(gradient, argnums=nums)(*xs), create_graph)
     if single:
         return h[0][0]
     return tuple(tuple(row) for row in h)
@@ -225,8 +241,11 @@ def vjp(func, inputs, v=None, create_graph=False, strict=False):
     xs, single = _inputs(inputs)
     _check_strict(func, xs, strict)
     out, vjp_fn = _func.vjp(func, *_graph_inputs(xs, create_graph))
-    if v is None:
-        v = tuple(ones_like(o) for o in out) if isinstance(out, tuple) else ones_like(out)
+    if v is None:  # a sum of the outputs' VJPs would hide a forgotten v
+        if not isinstance(out, Tensor) or out.numel() != 1:
+            raise RuntimeError("The vector v can only be None if the user-provided function "
+                               "returns a single Tensor with a single element.")
+        v = ones_like(out)
     return _results(out, create_graph), _results(_single(vjp_fn(v), single), create_graph)
 
 
@@ -241,13 +260,17 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
 
 def hvp(func, inputs, v=None, create_graph=False, strict=False):
     """``(func(inputs), H v)`` for a scalar ``func`` (reverse-over-reverse, as PyTorch's
-    double-backward trick)."""
+    double-backward trick); RuntimeError for a ``func`` that does not return one element."""
+    return _hvp(func, inputs, v, create_graph, strict, "hvp")
+
+
+def _hvp(func, inputs, v, create_graph, strict, name):
     xs, single = _inputs(inputs)
     _check_strict(func, xs, strict)
-    v = _default_v(xs, v, single, "hvp")
+    v = _default_v(xs, v, single, name)
     vs = (v,) if single else tuple(v)
     xs = _graph_inputs(xs, create_graph)
-    value = func(*xs)
+    value = _scalar(func, name)(*xs)
     # H v = (v^T H)^T by double backward, as PyTorch's (no jvp rule needed)
     _, vjp_fn = _func.vjp(_func.grad(func, argnums=tuple(range(len(xs)))), *xs)
     hv = vjp_fn(tuple(vs))
@@ -256,4 +279,4 @@ def hvp(func, inputs, v=None, create_graph=False, strict=False):
 
 def vhp(func, inputs, v=None, create_graph=False, strict=False):
     """``(func(inputs), v^T H)``; equal to ``hvp`` since H is symmetric."""
-    return hvp(func, inputs, v, create_graph, strict)
+    return _hvp(func, inputs, v, create_graph, strict, "vhp")
