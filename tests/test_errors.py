@@ -497,3 +497,33 @@ def test_none_or_a_string_as_an_operand_is_a_type_error_naming_the_op(call, name
     with pytest.raises(TypeError, match=rf"^{name}: "):
         call(x)
     assert x.grad is None and np.array_equal(x.detach().numpy(), [1, 1])
+
+
+@pytest.mark.parametrize("call", [
+    lambda x: x.gather(0, cr.tensor([[0, -1, 1, 2]])),
+    lambda x: x.scatter_add(0, cr.tensor([[0, 3, 1, 2]]), cr.ones(1, 4)),
+    lambda x: x.index_add(0, cr.tensor([-1]), cr.ones(1, 4)),
+    lambda x: x.narrow(0, 2, 2),
+    lambda x: x.kthvalue(9, 0),
+    lambda x: x.index_select(0, cr.tensor([3])),
+], ids=["gather", "scatter_add", "index_add", "narrow", "kthvalue", "index_select"])
+def test_an_index_outside_the_tensor_is_both_an_index_and_a_runtime_error(call):
+    # PyTorch raises RuntimeError from gather/scatter/index_add/narrow/kthvalue and
+    # IndexError from index_select: code written against either catches chainrule's
+    x = cr.tensor(np.arange(12.0).reshape(3, 4))
+    with pytest.raises(RuntimeError, match="out of (bounds|range)|exceeds"):
+        call(x)
+    with pytest.raises(IndexError):
+        call(x)
+    np.testing.assert_array_equal(x.numpy(), np.arange(12.0).reshape(3, 4))  # untouched
+
+
+def test_median_and_mode_along_an_empty_dim_raise_as_pytorch():
+    for call in (lambda: cr.zeros(0, 2).median(0), lambda: cr.tensor([]).mode(),
+                 lambda: cr.zeros(2, 0).nanmedian(1)):
+        with pytest.raises(IndexError, match="Expected reduction dim [01] to have non-zero"):
+            call()
+    # along a non-empty dim of an empty tensor: empty results, as PyTorch
+    values, indices = cr.zeros(0, 2).median(1)
+    assert tuple(values.shape) == (0,) and indices.dtype == cr.int64
+    assert np.isnan(cr.tensor([]).median().item())  # the median of nothing is NaN

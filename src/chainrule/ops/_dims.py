@@ -16,6 +16,12 @@ class DimensionError(IndexError, ValueError):
     (a bad argument value)."""
 
 
+class IndexBoundsError(IndexError, RuntimeError):
+    """An index outside the tensor: PyTorch raises RuntimeError from some ops (gather,
+    scatter, index_add, narrow, kthvalue) and IndexError from others (index_select, take,
+    embedding); this is both, so code written against either catches it."""
+
+
 def wrap_dim(dim, ndim, op, *, extra=0):
     """``dim`` as a non-negative int for a tensor with ``ndim`` dims (``extra=1`` for ops
     that insert a dim, such as ``unsqueeze`` and ``stack``).

@@ -13,7 +13,7 @@ import numpy as np
 
 from .._dispatch import ShapeError, apply
 from .._tensor import Tensor
-from ._dims import wrap_dim
+from ._dims import IndexBoundsError, wrap_dim
 from .elementwise import clone
 from .indexing import SLICE, getitem
 from .shape import cat, expand, movedim, reshape, transpose, unsqueeze
@@ -57,7 +57,7 @@ def narrow(input, dim, start, length):
     n = input.shape[d]
     start = start + n if start < 0 else start
     if not 0 <= start <= n or length < 0 or start + length > n:
-        raise IndexError(f"narrow: start ({start}) + length ({length}) exceeds dimension "
+        raise IndexBoundsError(f"narrow: start ({start}) + length ({length}) exceeds dimension "
                          f"size ({n}) of dim {dim} (shape {tuple(input.shape)})")
     return getitem(input, (slice(None),) * d + (slice(start, start + length),))
 

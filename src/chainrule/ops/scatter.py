@@ -31,6 +31,7 @@ from .._dispatch import apply, name_errors
 from .._table import defop, documented
 from .._tensor import Tensor
 from ..backend import NUMPY, backend_of, beside, numpy_dtype, row_major, xp_kernel
+from ._dims import IndexBoundsError
 from .elementwise import mul, where
 from .indexing import _on_data_device, getitem, index_put
 from .shape import broadcast_to, reshape
@@ -305,7 +306,8 @@ def _bounds(idx, size, dim, name, wrap=False):
         first = int(idx[bad].flat[0])
         if wrap and first < 0:
             first -= size
-        raise IndexError(f"{name}: index {first} is out of bounds for dimension {dim} with "
+        raise IndexBoundsError(f"{name}: index {first} is out of bounds for dimension {dim} "
+                               f"with "
                          f"size {size}")
     return idx
 
@@ -594,7 +596,7 @@ def index_fill(input, dim, index, value):
     d = _dim(dim, input.ndim, "index_fill")
     idx = _index(index, "index_fill", ("int64",))
     if idx.ndim > 1:
-        raise IndexError(f"index_fill: Index has to be a vector/scalar (got shape "
+        raise IndexBoundsError(f"index_fill: Index has to be a vector/scalar (got shape "
                          f"{list(idx.shape)})")
     value = _fill_value(value, "index_fill:")
     size = input.shape[d] if input.ndim else 1

@@ -27,7 +27,7 @@ from .._state import STATE
 from .._table import defop, documented
 from .._tensor import Tensor
 from ..backend import beside, dtype_kind, on_device_of, row_major, xp_kernel
-from ._dims import wrap_dim
+from ._dims import IndexBoundsError, wrap_dim
 from .elementwise import keep
 from .scans import _data, _take_along
 
@@ -271,7 +271,7 @@ def kthvalue(input, k, dim=-1, keepdim=False):
     d = wrap_dim(dim, _ndim(input), "kthvalue")
     n = 1 if _ndim(input) == 0 else input.shape[d]
     if not 1 <= k <= n:
-        raise IndexError(f"kthvalue: selected number k out of range for dimension {d}")
+        raise IndexBoundsError(f"kthvalue: selected number k out of range for dimension {d}")
     return _run(KTHVALUE, input, d, keepdim, (int(k),), "kthvalue", kthvalue_return)
 
 
@@ -282,7 +282,15 @@ def _median(input, dim, keepdim, ignore_nan, name, ret):
                 return input.sum() * math.nan
             raise IndexError(f"{name}: median() input tensor cannot be empty")
         return apply(MEDIAN, (input,), (bool(ignore_nan),))
+    _nonempty_dim(input, dim, name)
     return _run(MEDIAN_DIM, input, dim, keepdim, (bool(ignore_nan),), name, ret)
+
+
+def _nonempty_dim(input, dim, name):
+    """PyTorch's IndexError for a selection (median, mode) along a dim of size 0."""
+    d = wrap_dim(dim, _ndim(input), name)
+    if _ndim(input) and input.shape[d] == 0:
+        raise IndexError(f"{name}: Expected reduction dim {d} to have non-zero size.")
 
 
 @documented(MEDIAN, MEDIAN_DIM)

@@ -21,6 +21,7 @@ from ._dims import wrap_dim
 from .elementwise import where
 from .indexing import getitem
 from .shape import broadcast_to, cat, reshape, split
+from .sorting import _nonempty_dim
 
 __all__ = ["positive", "float_power", "ldexp", "dstack", "broadcast_tensors",
            "split_with_sizes", "sum_to_size", "select_scatter", "slice_scatter",
@@ -293,6 +294,7 @@ def mode(input, dim=-1, keepdim=False):
     x = _t(input)
     if x.ndim == 0:
         return ModeResult(x * 1, wrap(beside(np.array(0, dtype=np.int64), x._data)))
+    _nonempty_dim(x, dim, "mode")
     d = wrap_dim(dim, x.ndim, "mode")
     data = np.moveaxis(np.asarray(x.detach().numpy()), d, -1)
     flat = data.reshape(-1, data.shape[-1])
