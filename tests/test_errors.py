@@ -16,6 +16,11 @@ from hypothesis import strategies as st
 import chainrule as cr
 from chainrule import autograd
 
+try:
+    import torch
+except ImportError:  # the tests' own assertions do not need it
+    torch = None
+
 
 def leaf(a, dtype=np.float64):
     return cr.tensor(np.asarray(a, dtype=dtype), requires_grad=True)
@@ -527,3 +532,26 @@ def test_median_and_mode_along_an_empty_dim_raise_as_pytorch():
     values, indices = cr.zeros(0, 2).median(1)
     assert tuple(values.shape) == (0,) and indices.dtype == cr.int64
     assert np.isnan(cr.tensor([]).median().item())  # the median of nothing is NaN
+
+
+@pytest.mark.parametrize("call", [
+    lambda m: m.eq(m.ones(2, 3), m.ones(3, 4)),
+    lambda m: m.logical_and(m.ones(2, 3), m.ones(3, 4)),
+    lambda m: m.dsplit(m.ones(2, 3), 2),
+    lambda m: m.tensor_split(m.ones(2, 3), -1),
+    lambda m: m.lu_unpack(m.ones(3), m.ones(3, dtype=m.int32)),
+    lambda m: m.zeros(1, -1),
+    lambda m: m.full((-1,), 2.0),
+    lambda m: m.eye(-1),
+], ids=["eq", "logical_and", "dsplit", "tensor_split", "lu_unpack", "zeros", "full", "eye"])
+def test_shape_and_size_mistakes_are_runtime_errors_as_in_pytorch(call):
+    # these raised a plain ValueError or IndexError (NumPy's), which code written for
+    # PyTorch's RuntimeError did not catch; each is a RuntimeError now, and keeps its old
+    # class as well where it had one
+    with pytest.raises(RuntimeError) as info:
+        call(cr)
+    assert any(w in str(info.value) for w in ("broadcast", "dimension", "sections", "index",
+                                              "must be"))
+    if torch is not None:
+        with pytest.raises(RuntimeError):
+            call(torch)

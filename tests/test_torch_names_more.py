@@ -27,10 +27,27 @@ def _warned(fn, *args, **kwargs):
     return result, [(w.category, str(w.message)) for w in caught]
 
 
+class _Kind:
+    """An exception class that compares equal to each of its bases: chainrule's errors that
+    are two builtin kinds at once (ShapeError is a ValueError and a RuntimeError) match the
+    kind PyTorch raises."""
+
+    def __init__(self, kind):
+        self.kind = kind
+
+    def __eq__(self, other):
+        if isinstance(other, _Kind):  # torch's kind beside chainrule's
+            return issubclass(self.kind, other.kind) or issubclass(other.kind, self.kind)
+        return isinstance(other, type) and issubclass(self.kind, other)
+
+    def __repr__(self):
+        return self.kind.__name__
+
+
 def _error(fn, *args, **kwargs):
     with pytest.raises(Exception) as info:
         fn(*args, **kwargs)
-    return info.type, str(info.value)
+    return _Kind(info.type), str(info.value)
 
 
 # --- 1. constants, types, queries, modules ------------------------------------------------
@@ -506,7 +523,8 @@ def test_removed_functions_raise_pytorchs_guidance(name):
     A = cr.eye(2)
     args = (A, A) if name in ("lstsq", "solve") else (A,)
     kind, text = _error(getattr(cr, name), *args)
-    assert kind is RuntimeError and text.startswith(f"{name}: This function was deprecated")
+    assert issubclass(kind.kind, RuntimeError)
+    assert text.startswith(f"{name}: This function was deprecated")
     if name != "matrix_rank":
         assert _error(getattr(A, name), *args[1:]) == (kind, text)
     if torch is not None:

@@ -360,6 +360,7 @@ def zeros(*size, dtype=None, device=None, requires_grad=False, **kwargs):
     _check_device(device, "zeros")
     shape = _shape(size, kwargs.pop("size", None))
     _no_extra(kwargs, "zeros")
+    _no_negative(shape)
     data = np.zeros(shape, dtype=_np_dtype(dtype))
     return _make(_float_default(data, dtype), requires_grad, device)
 
@@ -369,6 +370,7 @@ def ones(*size, dtype=None, device=None, requires_grad=False, **kwargs):
     _check_device(device, "ones")
     shape = _shape(size, kwargs.pop("size", None))
     _no_extra(kwargs, "ones")
+    _no_negative(shape)
     data = np.ones(shape, dtype=_np_dtype(dtype))
     return _make(_float_default(data, dtype), requires_grad, device)
 
@@ -378,6 +380,7 @@ def empty(*size, dtype=None, device=None, requires_grad=False, **kwargs):
     _check_device(device, "empty")
     shape = _shape(size, kwargs.pop("size", None))
     _no_extra(kwargs, "empty")
+    _no_negative(shape)
     data = np.empty(shape, dtype=_np_dtype(dtype))
     return _make(_float_default(data, dtype), requires_grad, device)
 
@@ -398,6 +401,7 @@ def _no_extra(kwargs, op):
 def full(size, fill_value, dtype=None, device=None, requires_grad=False):
     """A tensor of shape ``size`` filled with ``fill_value`` (dtype as NumPy infers it)."""
     _check_device(device, "full")
+    _no_negative(tuple(size))
     data = np.full(tuple(size), fill_value, dtype=_np_dtype(dtype))
     if data.dtype.kind in "OUSV":  # full(size, None), full(size, "a")
         raise TypeError(f"full: argument 'fill_value' must be a number, not "
@@ -408,6 +412,9 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False):
 def eye(n, m=None, dtype=None, device=None, requires_grad=False):
     """The ``n x m`` identity (``m = n`` by default)."""
     _check_device(device, "eye")
+    for name, k in (("n", n), ("m", m)):
+        if k is not None and int(k) < 0:
+            raise RuntimeError(f"eye: {name} must be greater or equal to 0, got {int(k)}")
     return _make(_float_default(np.eye(n, m, dtype=_np_dtype(dtype)), dtype), requires_grad, device)
 
 

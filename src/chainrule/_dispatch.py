@@ -224,9 +224,7 @@ def _forward_error(op, inputs, error):
     shapes = ", ".join(f"{n}={_shape_of(x)}" for n, x in zip(names, inputs))
     message = f"{op.name}: {error} (got {shapes})"
     if isinstance(error, IndexError):  # NumPy's AxisError too: PyTorch raises IndexError
-        return IndexError(message)
-    if type(error) is ValueError:  # NumPy's shape errors; subclasses (LinAlgError) stay
-        return ShapeError(message)
+        return IndexBoundsError(message)
     return _renamed(error, message)
 
 
@@ -248,7 +246,9 @@ def name_errors(fn, op=None):
             text = str(error)
             head = text.split(":", 1)[0]
             if head.replace("_", "").replace(".", "").isalnum() and " " not in head:
-                raise  # already names an op (possibly the one this function calls)
+                if type(error) not in (ValueError, IndexError):
+                    raise  # already names an op (possibly the one this function calls)
+                raise _renamed(error, text) from None  # as a RuntimeError too
             raise _renamed(error, f"{name}: {text}") from None
 
     return wrapper
@@ -256,9 +256,16 @@ def name_errors(fn, op=None):
 
 def _renamed(error, message):
     """``error``'s class with a new message (its builtin base when the class has a
-    constructor of its own, as NumPy's UFuncTypeError has)."""
+    constructor of its own, as NumPy's UFuncTypeError has). A plain ValueError (NumPy's
+    shape errors; subclasses such as LinAlgError stay) becomes a ShapeError and a plain
+    IndexError an IndexBoundsError: PyTorch raises RuntimeError for those mistakes."""
+    kind = type(error)
+    if kind is ValueError:
+        return ShapeError(message)
+    if kind is IndexError:
+        return IndexBoundsError(message)
     try:
-        return type(error)(message)
+        return kind(message)
     except TypeError:
         return (TypeError if isinstance(error, TypeError) else ShapeError)(message)
 
@@ -266,6 +273,13 @@ def _renamed(error, message):
 class ShapeError(ValueError, RuntimeError):
     """Inputs whose shapes (or values) an op cannot take: a RuntimeError as in PyTorch, and
     a ValueError as NumPy raises for the same mistake."""
+
+
+class IndexBoundsError(IndexError, RuntimeError):
+    """An index outside the tensor (or a tensor with fewer dims than an op indexes):
+    PyTorch raises RuntimeError from some ops (gather, scatter, index_add, narrow,
+    kthvalue, ops that need a matrix) and IndexError from others (index_select, take,
+    embedding); this is both, so code written against either catches it."""
 
 
 def _output(data, node, nr, vc):

@@ -8,18 +8,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._dispatch import IndexBoundsError  # noqa: F401  (raised by the ops, kept here)
 from ..backend import dtype_kind
 
 
 class DimensionError(IndexError, ValueError):
     """A dim argument a tensor does not have: an IndexError as in PyTorch, and a ValueError
     (a bad argument value)."""
-
-
-class IndexBoundsError(IndexError, RuntimeError):
-    """An index outside the tensor: PyTorch raises RuntimeError from some ops (gather,
-    scatter, index_add, narrow, kthvalue) and IndexError from others (index_select, take,
-    embedding); this is both, so code written against either catches it."""
 
 
 def wrap_dim(dim, ndim, op, *, extra=0):
