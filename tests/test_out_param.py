@@ -133,3 +133,14 @@ def test_a_tuple_out_is_written_only_when_every_entry_can_take_its_result():
     with pytest.raises(RuntimeError, match="dtype long int, but got float"):
         cr.sort(cr.tensor(A), 1, out=(values, indices))  # the indices' out is float32
     assert (values.numpy() == 9.0).all()  # the values' out, right in dtype, was not written
+
+
+def test_in_place_variants_take_no_out():
+    # acos_(x, out=y) wrote acos into x and ignored y's role; PyTorch: TypeError
+    x = cr.tensor([0.5])
+    for call in (lambda: cr.acos_(x, out=cr.zeros(1)), lambda: x.exp_(out=cr.zeros(1)),
+                 lambda: x.add_(1, out=cr.zeros(1))):
+        with pytest.raises(TypeError, match="_\\(\\) got an unexpected keyword argument 'out'"):
+            call()
+    np.testing.assert_array_equal(x.numpy(), [0.5])  # untouched
+    np.testing.assert_allclose(cr.acos_(x).numpy(), [np.arccos(0.5)])

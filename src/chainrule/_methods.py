@@ -210,7 +210,7 @@ def _inplace_binary(fn, ufunc):
             return _inplace.write_in_place(self, fn(self, other), name)
         return _inplace.update(self, lambda old: fn(old, other), name, other)
 
-    method.__name__ = name
+    method.__name__ = method.__qualname__ = name  # "add_() got an unexpected keyword ..."
     return method
 
 
@@ -220,6 +220,8 @@ def _inplace_variant(fn, op_name):
     name = op_name + "_"
 
     def method(self, *args, **kwargs):
+        if "out" in kwargs:  # the result goes into self (fn would write out= and return it)
+            raise TypeError(f"{name}() got an unexpected keyword argument 'out'")
         return _inplace.update(self, lambda old: fn(old, *args, **kwargs), name,
                                *args, *kwargs.values())
 
