@@ -291,3 +291,28 @@ def test_autograd_functional_hessian_hvp_and_a_default_v_want_a_scalar_function(
         np.testing.assert_allclose(th.numpy(), np.diag(6 * X))
         with pytest.raises(RuntimeError, match="should contain a single element"):
             torch.autograd.functional.hessian(lambda v: v ** 3, torch.tensor(X))
+
+
+def test_autograd_flags_and_the_legacy_inplace_function_base():
+    A = cr.autograd
+    assert A.is_multithreading_enabled() and not A.is_view_replay_enabled()
+    with A.set_multithreading_enabled(False):  # recorded; backward runs on this thread anyway
+        assert not A.is_multithreading_enabled()
+        x = cr.tensor(X, requires_grad=True)
+        (x ** 2).sum().backward()
+        np.testing.assert_allclose(x.grad.numpy(), 2 * X)
+    assert A.is_multithreading_enabled()
+
+    class Twice(cr.autograd.function.InplaceFunction):
+        @staticmethod
+        def forward(ctx, v):
+            return v * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    x = cr.tensor(X, requires_grad=True)
+    Twice.apply(x).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), 2.0)
+    assert Twice.inplace is False

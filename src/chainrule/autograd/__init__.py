@@ -9,6 +9,7 @@ gradient. The full Jacobian is never formed.
 from __future__ import annotations
 
 import sys as _sys
+import threading as _threading
 import types as _types
 
 # torch.autograd's spellings: the modules grad_mode and anomaly_mode (and inference_mode,
@@ -25,6 +26,41 @@ from .pair import gradcheck_pair
 from .validate import ValidationResult, validate
 from .variable import Variable
 
+_THREADS = _threading.local()
+
+
+def is_multithreading_enabled():
+    """Whether backward may use device worker threads (PyTorch's flag, thread-local; True
+    by default). chainrule's backward always runs on the calling thread."""
+    return getattr(_THREADS, "mode", True)
+
+
+class set_multithreading_enabled:
+    """PyTorch's switch for a backward on device worker threads, as a function or a context
+    manager (the old mode is back after the ``with`` block). chainrule's backward always runs
+    on the calling thread, so it records the mode for :func:`is_multithreading_enabled` and
+    changes nothing else."""
+
+    def __init__(self, mode):
+        self.prev, self.mode = is_multithreading_enabled(), bool(mode)
+        _THREADS.mode = self.mode
+
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        _THREADS.mode = self.prev
+
+    def clone(self):
+        return type(self)(self.mode)
+
+
+def is_view_replay_enabled():
+    """PyTorch's view-replay flag: False (chainrule replays views when a base changes in
+    place whatever this says)."""
+    return False
+
+
 grad_mode = _types.ModuleType(f"{__name__}.grad_mode", "``torch.autograd.grad_mode``: the "
                               "grad-mode context managers.")
 grad_mode.__dict__.update(no_grad=no_grad, enable_grad=enable_grad,
@@ -38,5 +74,6 @@ __all__ = [
     "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "detect_anomaly",
     "set_detect_anomaly", "is_anomaly_enabled", "AnomalyError", "validate", "ValidationResult",
     "GradcheckReport", "gradcheck_pair", "Variable", "graph", "profiler", "inference_mode",
-    "grad_mode", "anomaly_mode",
+    "grad_mode", "anomaly_mode", "set_multithreading_enabled", "is_multithreading_enabled",
+    "is_view_replay_enabled",
 ]

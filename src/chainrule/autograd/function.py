@@ -876,6 +876,13 @@ def _plain_jvp(cls, ctx, tangents, batch):
                               f"{error}") from error
 
 
+class InplaceFunction(Function):
+    """PyTorch's legacy base class of Functions that may work in place: a :class:`Function`
+    with an ``inplace`` attribute (False). Used through ``apply``, as every Function."""
+
+    inplace = False
+
+
 def once_differentiable(backward):
     """Mark a backward as not differentiable itself (it may leave the library, e.g. call
     NumPy directly). Differentiating it a second time raises instead of returning zeros."""
