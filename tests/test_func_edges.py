@@ -316,3 +316,32 @@ def test_autograd_flags_and_the_legacy_inplace_function_base():
     Twice.apply(x).sum().backward()
     np.testing.assert_array_equal(x.grad.numpy(), 2.0)
     assert Twice.inplace is False
+
+
+def test_rearrange_as_einops():
+    img = np.arange(4 * 6 * 8 * 3, dtype=float).reshape(4, 6, 8, 3)
+    x = cr.tensor(img)
+    cases = [  # pattern, lengths, the same by NumPy
+        ("b h w c -> (b h) w c", {}, img.reshape(24, 8, 3)),
+        ("b h w c -> b c h w", {}, img.transpose(0, 3, 1, 2)),
+        ("b h w c -> b (c h w)", {}, img.transpose(0, 3, 1, 2).reshape(4, -1)),
+        ("b (h1 h) (w1 w) c -> (b h1 w1) h w c", dict(h1=2, w1=2),
+         img.reshape(4, 2, 3, 2, 4, 3).transpose(0, 1, 3, 2, 4, 5).reshape(16, 3, 4, 3)),
+        ("b ... c -> b c ...", {}, np.moveaxis(img, 3, 1)),
+        ("b h w c -> b h w c 1", {}, img[..., None]),
+    ]
+    for pattern, lengths, want in cases:
+        np.testing.assert_array_equal(F.rearrange(x, pattern, **lengths).numpy(), want)
+    # a list is stacked first; the result is differentiable: d/dx_i sum(w * y) = w's entries
+    xs = [cr.tensor(img[0, 0], requires_grad=True) for _ in range(3)]
+    y = F.rearrange(xs, "n w c -> w (n c)")
+    w = np.arange(72.0).reshape(8, 9)
+    (y * cr.tensor(w)).sum().backward()
+    np.testing.assert_array_equal(xs[1].grad.numpy(), w[:, 3:6])
+    for bad in ("b h w -> b h w", "b h w c -> b h c", "b (h1 h) w c -> b h w c"):
+        with pytest.raises(ValueError, match="rearrange"):
+            F.rearrange(x, bad)
+    if torch is not None:
+        np.testing.assert_array_equal(
+            torch.func.rearrange(torch.tensor(img), cases[3][0], **cases[3][1]).numpy(),
+            cases[3][2])

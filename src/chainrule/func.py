@@ -52,7 +52,7 @@ NN_HELPERS = _NNHelpers()
 
 __all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "hvp", "vmap",
            "linearize", "functional_call", "stack_module_state", "replace_all_batch_norm_modules_",
-           "functionalize", "debug_unwrap"]
+           "functionalize", "debug_unwrap", "rearrange"]
 
 
 def _zeros_as(t):
@@ -1190,3 +1190,97 @@ def debug_unwrap(tensor, *, recurse=True):
     tensors (``torch.func.debug_unwrap`` undoes those). Inside ``vmap`` a tensor shows one
     sample's shape either way."""
     return tensor
+
+
+def rearrange(tensor, pattern, **axes_lengths):
+    """``einops.rearrange`` (``torch.func.rearrange``): ``pattern`` ``"left -> right"`` names
+    the input's dims on the left and the output's on the right; parentheses group axes into
+    one dim (``"b h w c -> b (h w) c"``) or split a dim (``"(h1 h) w -> h1 h w"``, with the
+    lengths of all but one axis of the group given as keywords), ``...`` stands for the dims
+    not named, ``1`` and ``()`` for a dim of size 1. A sequence of tensors is stacked first
+    (a leading dim). Built of ``reshape`` and ``permute``, so it is differentiable and runs
+    under every transform.
+
+    Raises ValueError for a pattern that does not match the tensor (a wrong number of
+    dims, an axis on one side only, a group whose lengths are not determined)."""
+    from . import ops
+
+    if isinstance(tensor, (list, tuple)):
+        tensor = ops.stack(list(tensor))
+    left, arrow, right = pattern.partition("->")
+    if not arrow:
+        raise ValueError(f"rearrange: pattern {pattern!r} has no '->'")
+    lhs, rhs = _einops_side(left, pattern), _einops_side(right, pattern)
+    shape = tuple(tensor.shape)
+    n_named = sum(1 for g in lhs if g != "...")
+    if ("..." in lhs and len(shape) < n_named) or ("..." not in lhs and len(shape) != n_named):
+        raise ValueError(f"rearrange: pattern {pattern!r} names {n_named} dims but the tensor "
+                         f"has shape {shape}")
+    lengths, axes = dict(axes_lengths), []  # the elementary axes, in the input's order
+    dims = iter(shape)
+    for group in lhs:
+        if group == "...":
+            k = len(shape) - n_named
+            names = [f"...{i}" for i in range(k)]
+            lengths.update(zip(names, (next(dims) for _ in range(k))))
+            axes += names
+            continue
+        size, names = next(dims), [a for a in group if a != "1"]
+        unknown = [a for a in names if a not in lengths]
+        known = int(np.prod([lengths[a] for a in names if a in lengths]))
+        if len(unknown) > 1:
+            raise ValueError(f"rearrange: cannot split a dim of size {size} into {group}: "
+                             f"give the lengths of all but one of {unknown}")
+        if unknown:
+            if known == 0 or size % known:
+                given = {a: lengths[a] for a in names if a in lengths}
+                raise ValueError(f"rearrange: a dim of size {size} cannot be split into "
+                                 f"{group} with {given}")
+            lengths[unknown[0]] = size // known
+        elif known != size:
+            raise ValueError(f"rearrange: {group} has length {known}, but the dim has size "
+                             f"{size}")
+        axes += names
+    right_axes = [a for g in rhs for a in ([f"...{i}" for i in range(len(shape) - n_named)]
+                                           if g == "..." else g) if a != "1"]
+    if sorted(right_axes) != sorted(axes) or len(set(axes)) != len(axes):
+        raise ValueError(f"rearrange: pattern {pattern!r} must name each axis once on each "
+                         f"side (left {axes}, right {right_axes})")
+    x = ops.reshape(tensor, tuple(lengths[a] for a in axes))
+    x = ops.permute(x, tuple(axes.index(a) for a in right_axes))
+    out_shape = []
+    for g in rhs:
+        if g == "...":
+            out_shape += [lengths[f"...{i}"] for i in range(len(shape) - n_named)]
+        else:
+            out_shape.append(int(np.prod([lengths[a] for a in g if a != "1"])))
+    return ops.reshape(x, tuple(out_shape))
+
+
+def _einops_side(text, pattern):
+    """One side of an einops pattern: a list of groups (each a list of axis names, "1" for a
+    unit axis) and "..." for the ellipsis."""
+    groups, current = [], None
+    for token in text.replace("(", " ( ").replace(")", " ) ").split():
+        if token == "(":
+            if current is not None:
+                raise ValueError(f"rearrange: nested parentheses in {pattern!r}")
+            current = []
+        elif token == ")":
+            if current is None:
+                raise ValueError(f"rearrange: unbalanced parentheses in {pattern!r}")
+            groups.append(current)
+            current = None
+        elif token == "...":
+            if current is not None or "..." in groups:
+                raise ValueError(f"rearrange: '...' may stand once, outside parentheses, in "
+                                 f"{pattern!r}")
+            groups.append("...")
+        elif token == "1" or token.isidentifier():
+            (current if current is not None else groups).append(
+                token if current is not None else [token])
+        else:
+            raise ValueError(f"rearrange: {token!r} is not an axis name in {pattern!r}")
+    if current is not None:
+        raise ValueError(f"rearrange: unbalanced parentheses in {pattern!r}")
+    return groups
