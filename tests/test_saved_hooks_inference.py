@@ -528,3 +528,69 @@ def test_inplace_update_of_an_inference_tensor_raises_before_writing():
     with cr.inference_mode():  # inside inference mode it is allowed
         t.add_(1)
     assert t.tolist() == [2.0, 2.0, 2.0]
+
+
+# --- allow_mutation_on_saved_tensors --------------------------------------------------------
+
+A3 = np.array([0.3, -1.2, 0.7])
+
+
+def test_saved_tensors_may_change_in_place_inside_allow_mutation_on_saved_tensors():
+    from chainrule.autograd.graph import allow_mutation_on_saved_tensors
+
+    with allow_mutation_on_saved_tensors():
+        a = cr.tensor(A3, requires_grad=True)
+        b = a * 1
+        y = (b ** 2).sum()  # saves b
+        b.sin_()  # unary update
+        b[0].mul_(3)  # through a view
+        b.add_(1)  # the binary fast path
+        y.backward()  # d/da sum(a^2) at the saved value: 2a
+        np.testing.assert_allclose(a.grad.numpy(), 2 * A3)
+        # second order through the saved copy, linked to the history it had when saved:
+        # z = sum(sin(a)^3 * a), z'' = 6 s c^2 a - 3 s^3 a + 6 s^2 c (s = sin a, c = cos a)
+        a2 = cr.tensor(A3, requires_grad=True)
+        c = a2.sin()
+        z = (c ** 3 * a2).sum()
+        c.mul_(3)
+        (g,) = cr.autograd.grad(z, a2, create_graph=True)
+        (h,) = cr.autograd.grad(g.sum(), a2)
+        s, co = np.sin(A3), np.cos(A3)
+        np.testing.assert_allclose(g.detach().numpy(), 3 * s ** 2 * co * A3 + s ** 3)
+        np.testing.assert_allclose(h.numpy(), 6 * s * co ** 2 * A3 - 3 * s ** 3 * A3
+                                   + 6 * s ** 2 * co)
+        # an optimizer's step on a saved parameter
+        p = cr.nn.Parameter(cr.tensor(A3))
+        opt = cr.optim.SGD([p], lr=0.1)
+        loss = (p ** 2).sum()
+        p.grad = cr.ones(3)
+        opt.step()
+        loss.backward()
+        np.testing.assert_allclose(p.grad.numpy(), 1 + 2 * A3)
+        np.testing.assert_allclose(p.detach().numpy(), A3 - 0.1)
+    # outside the block a saved tensor changed in place raises again, as ever
+    d = cr.tensor(A3, requires_grad=True) * 1
+    w = (d ** 2).sum()
+    d.mul_(2)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        w.backward()
+    if torch is not None:
+        with torch.autograd.graph.allow_mutation_on_saved_tensors():
+            ta = torch.tensor(A3, requires_grad=True)
+            tb = ta * 1
+            ty = (tb ** 2).sum()
+            tb.sin_()
+            ty.backward()
+            np.testing.assert_allclose(ta.grad.numpy(), 2 * A3)
+
+
+def test_a_write_allow_mutation_does_not_see_still_raises():
+    from chainrule.autograd.graph import allow_mutation_on_saved_tensors, increment_version
+
+    with allow_mutation_on_saved_tensors():
+        a = cr.tensor(A3, requires_grad=True)
+        b = a * 1
+        y = (b ** 2).sum()
+        increment_version(b)  # a change no copy was taken for
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            y.backward()

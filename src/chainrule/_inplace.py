@@ -56,12 +56,27 @@ OVERLAP = (
 )
 
 
+#: Called with a tensor just before its memory is written in place, while a caller above
+#: asks for it (autograd.graph's allow_mutation_on_saved_tensors keeps saved values there);
+#: an empty list, skipped, otherwise
+BEFORE_WRITE = []
+
+
+def before_write(t):
+    """Run the :data:`BEFORE_WRITE` hooks on ``t`` (call it only when the list is not empty:
+    the hot paths test ``if BEFORE_WRITE`` first)."""
+    for hook in BEFORE_WRITE:
+        hook(t)
+
+
 def check(t, name):
     """Raise, naming the op, when ``t`` may not be updated in place: an inference tensor
     outside inference mode (before anything is written), or with grad mode on a leaf that
-    requires grad or a view of one."""
+    requires grad or a view of one. Then the :data:`BEFORE_WRITE` hooks run."""
     if t._vc.__class__ is InferenceVersion and not STATE.inference:
         raise RuntimeError(f"{name}: {INFERENCE_INPLACE}")
+    if BEFORE_WRITE:
+        before_write(t)
     journal = write_journal()
     if journal is not None:  # inside a batched vmap attempt (see WriteJournal)
         journal.note(t)
@@ -267,6 +282,8 @@ def _write(t, result, name):
     """Copy ``result``'s values into ``t``'s storage (through its root when ``t``'s array is
     a read-only view, such as NumPy's diagonal)."""
     _check_result(t, result, name)
+    if BEFORE_WRITE:
+        before_write(t)
     data = result._data if isinstance(result, Tensor) else result
     dest = t._data
     if isinstance(data, Batched) and not isinstance(dest, Batched):

@@ -22,7 +22,7 @@ import threading
 import weakref
 from typing import Any, NamedTuple
 
-from .. import _dispatch, _node
+from .. import _dispatch, _inplace, _node
 from .._engine import current_pass
 from .._node import PACKED, Node, PackedValue
 from .._state import STATE, no_grad
@@ -30,7 +30,7 @@ from .._tensor import Tensor, _fill
 
 __all__ = ["Node", "GradientEdge", "get_gradient_edge", "increment_version",
            "saved_tensors_hooks", "save_on_cpu", "disable_saved_tensors_hooks",
-           "register_multi_grad_hook"]
+           "register_multi_grad_hook", "allow_mutation_on_saved_tensors"]
 
 
 class GradientEdge(NamedTuple):
@@ -119,6 +119,68 @@ class save_on_cpu(saved_tensors_hooks):
             return tensor.to(dev)
 
         super().__init__(pack_to_cpu, unpack_from_cpu)
+
+
+class _Kept:
+    """A tensor saved under :class:`allow_mutation_on_saved_tensors`: the tensor, its
+    version when saved, and the copy of its value taken before it was first changed."""
+
+    __slots__ = ("tensor", "version", "copy", "__weakref__")
+
+    def __init__(self, tensor):
+        self.tensor, self.version, self.copy = tensor, tensor._vc[0], None
+
+
+class allow_mutation_on_saved_tensors(saved_tensors_hooks):
+    """Tensors saved for backward may be changed in place inside this block
+    (``torch.autograd.graph.allow_mutation_on_saved_tensors``): the first in-place write to
+    a saved tensor (or to a view or alias of it) copies its value first, and backward uses
+    that copy. Run the forward and the backward inside the same block, as in PyTorch.
+
+    A backward with ``create_graph=True`` differentiates the copy through the history the
+    value had when it was saved, so second derivatives stay right. Raises RuntimeError
+    (PyTorch's "modified by an inplace operation") when a saved value was changed by a
+    write that did not copy it first (an optimizer's step, ``increment_version``); a write
+    through ``.numpy()`` is seen by neither chainrule nor PyTorch."""
+
+    def __init__(self):
+        kept = weakref.WeakSet()
+
+        def pack(tensor):
+            handle = _Kept(tensor)
+            kept.add(handle)
+            return handle
+
+        def unpack(handle):
+            if handle.copy is not None:  # with create_graph the node links the copy to
+                return handle.copy           # the history the value had when it was saved
+            if handle.tensor._vc[0] != handle.version:
+                raise RuntimeError(
+                    "one of the variables needed for gradient computation has been modified "
+                    f"by an inplace operation: is at version {handle.tensor._vc[0]}; expected "
+                    f"version {handle.version} instead (it was changed by a write that "
+                    "allow_mutation_on_saved_tensors does not see, such as one through "
+                    ".numpy() or an optimizer's step)")
+            return handle.tensor
+
+        def before_write(t):
+            vc = t._vc
+            for handle in list(kept):
+                if handle.copy is None and handle.tensor._vc is vc and vc[0] == handle.version:
+                    with no_grad():
+                        handle.copy = handle.tensor.detach().clone()
+
+        super().__init__(pack, unpack)
+        self._before_write = before_write
+
+    def __enter__(self):
+        super().__enter__()
+        _inplace.BEFORE_WRITE.append(self._before_write)
+        return self
+
+    def __exit__(self, *exc):
+        _inplace.BEFORE_WRITE.remove(self._before_write)
+        return super().__exit__(*exc)
 
 
 @contextlib.contextmanager

@@ -10,6 +10,7 @@ from collections import OrderedDict, defaultdict
 
 import numpy as np
 
+from .. import _inplace
 from .._creation import get_default_dtype
 from .._state import enable_grad
 from .._tensor import Tensor, wrap
@@ -340,6 +341,8 @@ class Optimizer:
 
     def _set(self, p, new):
         """Write ``new`` (an array) into ``p``'s data in place."""
+        if _inplace.BEFORE_WRITE:
+            _inplace.before_write(p)
         if p._data.__class__ is np.ndarray:
             p._data[...] = new
         else:
@@ -347,6 +350,8 @@ class Optimizer:
         p._vc[0] += 1
 
     def _update(self, p, step):
+        if _inplace.BEFORE_WRITE:
+            _inplace.before_write(p)
         if p._data.__class__ is np.ndarray:
             p._data -= step
         else:
