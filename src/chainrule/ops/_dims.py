@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._dispatch import IndexBoundsError  # noqa: F401  (raised by the ops, kept here)
 from ..backend import dtype_kind
 
 

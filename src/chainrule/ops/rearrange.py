@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._dispatch import ShapeError, apply
+from .._dispatch import IndexBoundsError, ShapeError, apply
 from .._tensor import Tensor
-from ._dims import IndexBoundsError, wrap_dim
+from ._dims import wrap_dim
 from .elementwise import clone
 from .indexing import SLICE, getitem
 from .shape import cat, expand, movedim, reshape, transpose, unsqueeze

@@ -27,11 +27,10 @@ import numpy as np
 
 from .. import _ns
 from .._creation import as_tensor
-from .._dispatch import apply, name_errors
+from .._dispatch import IndexBoundsError, apply, name_errors
 from .._table import defop, documented
 from .._tensor import Tensor
 from ..backend import NUMPY, backend_of, beside, numpy_dtype, row_major, xp_kernel
-from ._dims import IndexBoundsError
 from .elementwise import mul, where
 from .indexing import _on_data_device, getitem, index_put
 from .shape import broadcast_to, reshape

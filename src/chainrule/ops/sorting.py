@@ -22,12 +22,12 @@ import math
 
 import numpy as np
 
-from .._dispatch import apply, name_errors
+from .._dispatch import IndexBoundsError, apply, name_errors
 from .._state import STATE
 from .._table import defop, documented
 from .._tensor import Tensor
 from ..backend import beside, dtype_kind, on_device_of, row_major, xp_kernel
-from ._dims import IndexBoundsError, wrap_dim
+from ._dims import wrap_dim
 from .elementwise import keep
 from .scans import _data, _take_along
 
