@@ -73,6 +73,7 @@ del _cls
 # chainrule._methods, and autograd's spellings of chainrule._compat's names
 _install_more(Tensor, _is_nonzero, _REMOVED, strided, nn.functional)  # noqa: F405
 autograd.inference_mode = autograd.grad_mode.inference_mode = _inference_mode
+from ._compile import compile  # noqa: E402,F401,A004  (torch.compile)
 from .autograd import functional as _functional  # noqa: E402,F401
 from .autograd.anomaly import (  # noqa: E402,F401  (torch's top-level names)
     is_anomaly_check_nan_enabled,

@@ -42,6 +42,7 @@ import numpy as np
 from . import _ns
 from ._ns import RAW, NotBatchable
 from ._tensor import Tensor
+from .backend import as_numpy
 from .ops.einsum import parse as _parse_einsum
 from .ops.indexing import _index_put
 from .ops.nn import log_softmax_array, softmax_array
@@ -252,7 +253,8 @@ class Batched:
         if not isinstance(other, Batched) or isinstance(self, DiagBatched):
             return False
         data = self.data
-        return isinstance(data, np.ndarray) and data.base is not None and \
+        return (isinstance(data, np.ndarray) or getattr(data, "numpy_like", False)) and \
+            data.base is not None and \
             np.may_share_memory(data, other.data)
 
     def rows(self, shape=None, dtype=None):
@@ -660,8 +662,8 @@ def _matmul(a, b):
     ab, bb = isinstance(a, Batched), isinstance(b, Batched)
     if not (ab or bb):
         return np.matmul(a, b)
-    A = a.data if ab else np.asarray(a)
-    M = b.data if bb else np.asarray(b)
+    A = a.data if ab else as_numpy(a)
+    M = b.data if bb else as_numpy(b)
     na, nb = A.ndim - ab, M.ndim - bb
     if na == 0 or nb == 0:
         raise ValueError("matmul: both operands need at least 1 dimension")

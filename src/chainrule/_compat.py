@@ -33,7 +33,7 @@ __all__ = ["is_tensor", "is_floating_point", "is_nonzero", "inference_mode",
            "result_type", "can_cast", "broadcast_shapes", "set_printoptions", "get_rng_state",
            "set_rng_state", "save", "load", "serialization", "use_deterministic_algorithms",
            "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled",
-           "set_deterministic_debug_mode", "get_deterministic_debug_mode", "random", "compile",
+           "set_deterministic_debug_mode", "get_deterministic_debug_mode", "random",
            "cuda", "backends", "jit", "onnx", "accelerator", "distributed",
            "set_num_threads", "get_num_threads", "set_num_interop_threads",
            "get_num_interop_threads", "set_default_device", "get_default_device", "autocast",
@@ -556,14 +556,6 @@ def set_default_device(device):
 def get_default_device():
     """The device constructors make tensors on: the CPU."""
     return _device("cpu")
-
-
-def compile(model=None, **kwargs):
-    """``model`` itself (``torch.compile`` changes speed, not results); usable as
-    ``compile(fn)``, ``@compile`` and ``@compile(mode=...)``."""
-    if model is None:
-        return lambda fn: fn
-    return model
 
 
 def _cuda_available():

@@ -16,9 +16,10 @@ import warnings
 
 import numpy as np
 
-from . import _compat, _creation
+from . import _creation
 from . import amp as _amp
 from ._tensor import Tensor
+from ._trace import LOCAL as _TRACE
 from .backend import UnsupportedDtype, numpy_dtype
 
 __all__ = ["pi", "e", "inf", "nan", "newaxis", "dtype", "layout", "strided", "typename",
@@ -178,12 +179,18 @@ def _identity(fn):
     return fn
 
 
+def _compile(*args, **kwargs):
+    from ._compile import compile
+    return compile(*args, **kwargs)
+
+
 compiler = _module(
-    "compiler", "``torch.compiler``: nothing is compiled (``chainrule.compile`` is the "
-    "identity), so ``disable``, ``allow_in_graph`` and ``assume_constant_result`` return the "
-    "function and ``is_compiling()`` is False.",
-    compile=_compat.compile, disable=_disable, allow_in_graph=_identity,
-    assume_constant_result=_identity, is_compiling=lambda: False,
+    "compiler", "``torch.compiler``: ``compile`` is ``chainrule.compile`` (trace and replay);"
+    " ``disable``, ``allow_in_graph`` and ``assume_constant_result`` return the function "
+    "(a function called inside a traced one is traced as part of it), and ``is_compiling()`` "
+    "is True while ``chainrule.compile`` traces in this thread.",
+    compile=_compile, disable=_disable, allow_in_graph=_identity,
+    assume_constant_result=_identity, is_compiling=lambda: _TRACE.tracer is not None,
     is_dynamo_compiling=lambda: False, is_exporting=lambda: False, reset=lambda: None)
 
 

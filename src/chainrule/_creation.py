@@ -27,6 +27,7 @@ from ._tensor import (
     preserve_format,
     wrap,
 )
+from ._trace import LOCAL as _TRACE_LOCAL
 from .backend import backend_of, native_dtype, numpy_dtype
 from .backend import device as _device
 
@@ -113,6 +114,12 @@ class Generator(np.random.Generator):
         super().__init__(np.random.PCG64(self._initial_seed))
 
     device = _device("cpu")
+
+    def __getattribute__(self, name):
+        tracer = _TRACE_LOCAL.tracer
+        if tracer is not None:  # chainrule.compile is tracing: a draw would be repeated
+            tracer.refuse("a random number was drawn from a Generator")
+        return super().__getattribute__(name)
 
     def manual_seed(self, seed):
         """Reseed in place; returns the generator. ``seed`` an int in [-2**63, 2**64): a

@@ -446,16 +446,20 @@ def _common_backend(op, inputs, datas, arrays, mask):
     (PyTorch mixes tensors of one device); any other mix of backends or devices raises,
     naming both."""
     lazy = None
-    batched = False
+    batched = traced = False
     for _, b in arrays:
         if b.lazy:
             lazy = b
         elif b.name == "vmap":
             batched = True
+        elif b.name == "trace":
+            traced = True
     backend = first = None
     for i, b in arrays:
         d = datas[i]
-        if b is NUMPY and batched:  # inside vmap: a NumPy value is one for every sample
+        if b is NUMPY and (batched or traced):  # inside vmap: a NumPy value is one for
+            continue  # every sample; beside traced data (chainrule.compile): a constant
+        if batched and b.name == "trace":  # traced data is NumPy's to vmap's kernels
             continue
         if b is NUMPY and lazy is not None and not mask >> i & 1 and d.__class__ is _ndarray:
             datas[i] = lazy.from_numpy(d)

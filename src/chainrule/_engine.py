@@ -191,7 +191,7 @@ def _made_here(ig, g):
     """Whether the cotangent ``ig`` that a rule returned is an array the rule made: not the
     cotangent ``g`` it was given and not a view (of a seed or a saved value). A batch of
     cotangents (``chainrule._batched.Batched``) is judged by its stacked data."""
-    if ig.__class__ is _ndarray:
+    if ig.__class__ is _ndarray or getattr(ig, "numpy_like", False):
         return ig is not g and ig.base is None
     d = getattr(ig, "data", None)
     return d.__class__ is _ndarray and d.base is None and d is not getattr(g, "data", None)

@@ -43,6 +43,7 @@ class _State(threading.local):
         self.saved_hooks_disabled = None  # disable_saved_tensors_hooks' message, when active
         self.inference = False  # an inference_mode() block is running
         self.profiling = False  # a chainrule.profiler profile is recording
+        self.tracing = False  # chainrule.compile is tracing a function in this thread
 
     @property
     def enabled(self):
@@ -53,7 +54,7 @@ class _State(threading.local):
         self.flags = (self.flags | GRAD) if mode else (self.flags & ~GRAD)
 
     def set_modes(self, dual_levels=None, anomaly=None, saved_hooks=None, inference=None,
-                  profiling=None, low_float=None):
+                  profiling=None, low_float=None, tracing=None):
         """Change the active forward-mode levels (a tuple, outermost first), the anomaly
         mode, the saved-tensor hooks (a tuple of (pack, unpack), innermost last) and/or
         inference mode, keeping SLOW in step."""
@@ -70,8 +71,10 @@ class _State(threading.local):
             self.profiling = profiling
         if low_float is not None:
             self.low_float = low_float
+        if tracing is not None:
+            self.tracing = tracing
         self.hooked = bool(self.dual_level or self.anomaly or self.saved_hooks
-                           or self.inference or self.profiling)
+                           or self.inference or self.profiling or self.tracing)
         slow = SLOW if (self.hooked or self.low_float) else 0
         self.flags = (self.flags & ~SLOW) | slow
 

@@ -47,7 +47,7 @@ from ._batched import (
     namespace,
 )
 from ._ns import RAW
-from .backend import NUMPY, Backend, numpy_sum, register_backend
+from .backend import NUMPY, Backend, as_numpy, numpy_array, numpy_sum, register_backend
 
 
 class VBatched(Batched):
@@ -218,14 +218,14 @@ def _cumulative_prod(x, axis=None, **kwargs):
 
 def _astype(x, dtype, copy=True):
     if not isinstance(x, Batched):
-        return np.asarray(x).astype(dtype, copy=copy)
+        return as_numpy(x).astype(dtype, copy=copy)
     return VBatched(x.data.astype(dtype, copy=copy))
 
 
 def _asarray(x, dtype=None, copy=None, **kwargs):
     if not isinstance(x, Batched):
-        return np.asarray(x, dtype=dtype) if not copy else np.array(x, dtype=dtype)
-    return VBatched(np.array(x.data, dtype=dtype, copy=bool(copy)))
+        return numpy_array(x, dtype=dtype, copy=True if copy else None)
+    return VBatched(numpy_array(x.data, dtype=dtype, copy=bool(copy)))
 
 
 def _like(fn):

@@ -128,6 +128,25 @@ def row_major(a):
     return a
 
 
+def as_numpy(x):
+    """``x`` as NumPy's functions take it: an ndarray, or an array that computes as one
+    (the traced arrays of ``chainrule.compile``, which record those calls), as it is;
+    anything else (numbers, lists, NumPy scalars) through ``numpy.asarray``."""
+    if x.__class__ is np.ndarray or getattr(x, "numpy_like", False):
+        return x
+    return np.asarray(x)
+
+
+def numpy_array(x, dtype=None, copy=None):
+    """``numpy.array(x, dtype=dtype, copy=copy)`` (None: copy only when needed), keeping
+    an array that computes as NumPy's (see :func:`as_numpy`) such an array."""
+    if getattr(x, "numpy_like", False):
+        if not copy and (dtype is None or x.dtype == dtype):
+            return x
+        return x.astype(x.dtype if dtype is None else dtype, copy=True)
+    return np.array(x, dtype=dtype, copy=copy)
+
+
 def dense_copy(a):
     """A copy of the NumPy array ``a`` as PyTorch's ``clone(preserve_format)`` lays it out:
     in ``a``'s own order when ``a`` is non-overlapping and dense (transposed, permuted),
@@ -538,7 +557,8 @@ def numpy_sum(x, axis=None, keepdims=False, dtype=None, **kwargs):
     short (at most 128 entries, where NumPy's pairwise summation is one unrolled block as
     well) is einsum's ``'...i->...'``, about twice as fast (NumPy's reduction pays per
     row), with the same accuracy."""
-    if (dtype is None and not kwargs and x.__class__ is np.ndarray and x.ndim > 1
+    if (dtype is None and not kwargs and (x.__class__ is np.ndarray or
+                                          getattr(x, "numpy_like", False)) and x.ndim > 1
             and (axis == -1 or axis == x.ndim - 1 or axis == (-1,) or axis == (x.ndim - 1,))
             and x.shape[-1] <= _ROW_SUM_MAX and x.dtype.kind == "f" and x.flags.c_contiguous):
         out = np.einsum("...i->...", x)

@@ -22,7 +22,7 @@ import weakref
 
 import numpy as np
 
-from . import _creation, _dual, _state
+from . import _creation, _dual, _state, _trace
 from ._batched import (
     Batched,
     NotBatchable,
@@ -801,6 +801,9 @@ class _GuardedGenerator:
         self._real = real
 
     def __getattr__(self, name):
+        tracer = _trace.LOCAL.tracer
+        if tracer is not None:  # chainrule.compile is tracing this thread's function
+            tracer.refuse("a random number was drawn (a replay would repeat it)")
         if _RANDOM.error:
             raise RuntimeError("vmap: called random operation while in randomness error "
                                "mode. Please either use the 'same' or 'different' randomness "
@@ -821,9 +824,13 @@ _GUARD_LOCK = threading.Lock()
 class _NoRandomness:
     """A context manager: random ops in this thread raise (vmap's randomness="error"). The
     guard is installed by the first such vmap of any thread and the real generator put back
-    by the last one, so concurrent vmaps never leave the guard in place."""
+    by the last one, so concurrent vmaps never leave the guard in place. With
+    ``error=False`` it only watches: chainrule.compile's trace hears of each draw."""
 
-    __slots__ = ()
+    __slots__ = ("error",)
+
+    def __init__(self, error=True):
+        self.error = error
 
     def __enter__(self):
         with _GUARD_LOCK:
@@ -831,10 +838,10 @@ class _NoRandomness:
                 _GUARD[1] = _creation.default_generator
                 _creation.default_generator = _GuardedGenerator(_GUARD[1])
             _GUARD[0] += 1
-        _RANDOM.error += 1
+        _RANDOM.error += self.error
 
     def __exit__(self, *exc):
-        _RANDOM.error -= 1
+        _RANDOM.error -= self.error
         with _GUARD_LOCK:
             _GUARD[0] -= 1
             if not _GUARD[0]:
@@ -842,6 +849,12 @@ class _NoRandomness:
                     _creation.default_generator = _GUARD[1]
                 _GUARD[1] = None
         return False
+
+
+def watch_randomness():
+    """A context manager under which a draw from chainrule's default generator in this
+    thread is reported to the trace of ``chainrule.compile``."""
+    return _NoRandomness(error=False)
 
 
 def _real_generator():
@@ -944,7 +957,9 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
             return _vmap_chunks(wrapped_one, leaves, dims, spec, B, chunk_size, kwargs,
                                 out_dims)
         if randomness == "error" and not STATE.dual_level and not in_vmap_evaluation() \
-                and all(d is None or (x._data.__class__ is np.ndarray and not x.requires_grad)
+                and all(d is None or ((x._data.__class__ is np.ndarray or
+                                       getattr(x._data, "numpy_like", False))
+                                      and not x.requires_grad)
                         for x, d in zip(leaves, dims)):
             done = _vmap_batched(func, leaves, dims, spec, B, kwargs, out_dims)
             if done is not None:

@@ -50,10 +50,12 @@ def _host(g, like, owned=False):
     (see ``run_backward(owned=)``), returned as it is when its dtype is right."""
     if owned and g.dtype == like.dtype:
         return g
-    if like.__class__ is np.ndarray and (g.__class__ is np.ndarray or
-                                         isinstance(g, (np.generic, float, int))):
+    numpy = like.__class__ is np.ndarray or getattr(like, "numpy_like", False)
+    if numpy and (g.__class__ is np.ndarray or isinstance(g, (np.generic, float, int))):
         return np.array(g, dtype=like.dtype)
-    b = backend_of(g if like.__class__ is np.ndarray else like)
+    if numpy and getattr(g, "numpy_like", False):  # chainrule.compile's traced arrays
+        return g.astype(like.dtype)  # (a copy)
+    b = backend_of(g if numpy else like)
     g = g if g.dtype == like.dtype else b.xp.astype(g, like.dtype)
     return g if b.lazy else b.xp.asarray(g, copy=True)
 

@@ -149,7 +149,7 @@ def make_dual(tensor, tangent, *, level=None):
         # no copy needed: the dual carries the tangent tensor itself, and unpack_dual gives
         # that very tensor back (as in PyTorch's forward-AD tutorial)
         set_tangent(dual, tangent, level)
-    elif data.__class__ is np.ndarray:
+    elif data.__class__ is np.ndarray or getattr(data, "numpy_like", False):
         # a tangent laid out differently from the primal (transposed, a slice of a larger
         # array) is copied into a new array with the primal's layout, as PyTorch's: the
         # dual's tangent then no longer aliases the tensor passed in
