@@ -317,3 +317,18 @@ def test_per_sample_gradients_of_a_module_through_functional_call_replay():
     # each sample's gradient is that of the loss of that sample alone
     one = func.grad(sample_loss)(params, X[2], T[2])
     assert all(np.allclose(got[k][2].numpy(), one[k].numpy(), rtol=1e-12) for k in one)
+
+
+def test_a_compiled_method_binds_its_instance():
+    class Scaled:
+        def __init__(self, k):
+            self.k = k
+
+        @cr.compile
+        def apply(self, x):
+            return x * self.k
+
+    x = cr.tensor([1.0, 2.0])
+    a, b = Scaled(2.0), Scaled(3.0)
+    for _ in range(3):
+        assert same(a.apply(x), x * 2.0) and same(b.apply(x), x * 3.0)

@@ -106,6 +106,9 @@ class CompiledFunction:
             entry.checked = True
         return result
 
+    def __get__(self, obj, objtype=None):  # as a method's decorator: bound to obj
+        return self if obj is None else functools.partial(self, obj)
+
     def _give_up(self, key, why):
         self.cache[key] = _EAGER
         self.why[key] = why
