@@ -179,17 +179,12 @@ def _identity(fn):
     return fn
 
 
-def _compile(*args, **kwargs):
-    from ._compile import compile
-    return compile(*args, **kwargs)
-
-
 compiler = _module(
     "compiler", "``torch.compiler``: ``compile`` is ``chainrule.compile`` (trace and replay);"
     " ``disable``, ``allow_in_graph`` and ``assume_constant_result`` return the function "
     "(a function called inside a traced one is traced as part of it), and ``is_compiling()`` "
     "is True while ``chainrule.compile`` traces in this thread.",
-    compile=_compile, disable=_disable, allow_in_graph=_identity,
+    disable=_disable, allow_in_graph=_identity,
     assume_constant_result=_identity, is_compiling=lambda: _TRACE.tracer is not None,
     is_dynamo_compiling=lambda: False, is_exporting=lambda: False, reset=lambda: None)
 

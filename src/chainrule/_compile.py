@@ -9,7 +9,7 @@ import weakref
 
 import numpy as np
 
-from . import _dispatch, _trace
+from . import _compat_names, _dispatch, _trace
 from . import func as _func
 from ._batched import Batched
 from ._pytree import tree_flatten, tree_unflatten
@@ -410,3 +410,6 @@ def _hook(on):
             _dispatch.AFTER_OP.append(_untraced_op)
         elif not on and _HOOK[0] == 0:
             _dispatch.AFTER_OP.remove(_untraced_op)
+
+
+_compat_names.compiler.compile = compile  # torch.compiler.compile, registered from above
